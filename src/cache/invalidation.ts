@@ -1,0 +1,62 @@
+// Cache invalidation across processes. A change evicts this process's cached
+// records at once, and is recorded in `cache_invalidations`; every instance (and
+// the server, for changes the CLI makes) polls that table and evicts too. The
+// poll interval bounds how long another instance may serve a stale record.
+import type { Pool } from "mysql2/promise";
+import type { InvalidationKind, Logger } from "../domain/deps.js";
+import { exec, rows } from "../storage/sql.js";
+
+export type Evict = (kind: InvalidationKind, id: string) => void;
+
+export class Invalidations {
+  private lastPk = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private lastCleanup = 0;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly evict: Evict,
+    private readonly log: Logger,
+  ) {}
+
+  /** Evicts here, then tells the others. */
+  async publish(kind: InvalidationKind, id: string): Promise<void> {
+    this.evict(kind, id);
+    await exec(this.pool, "INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES (?, ?, ?)", [kind, id, Date.now()]);
+  }
+
+  async start(everyMs: number): Promise<void> {
+    const r = await rows<{ m: number | null }>(this.pool, "SELECT MAX(pk) AS m FROM cache_invalidations");
+    this.lastPk = Number(r[0]?.m ?? 0);
+    this.timer = setInterval(() => void this.poll(), everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const rs = await rows(this.pool, "SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? ORDER BY pk LIMIT 1000", [
+        this.lastPk,
+      ]);
+      for (const r of rs) {
+        this.evict(String(r.kind) as InvalidationKind, String(r.cache_key));
+        this.lastPk = Number(r.pk);
+      }
+      const now = Date.now();
+      if (now - this.lastCleanup > 60_000) {
+        this.lastCleanup = now;
+        await exec(this.pool, "DELETE FROM cache_invalidations WHERE created_at_m < ?", [now - 3_600_000]);
+      }
+    } catch (err) {
+      this.log.warn({ err }, "cache invalidation poll failed; retrying");
+    } finally {
+      this.polling = false;
+    }
+  }
+}

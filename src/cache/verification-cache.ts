@@ -1,0 +1,91 @@
+// In-process caches for the hot paths: end-user key records and root keys, both
+// keyed by the SHA-256 hash of the presented key. Records only, never counters:
+// credits and rate-limit state are decided elsewhere. Unknown hashes are cached
+// briefly as misses, so a flood of bad keys does not reach the database.
+import { LRUCache } from "lru-cache";
+
+export const MISS = Symbol("miss");
+export type Cached<T> = T | typeof MISS;
+
+interface Entry<T> {
+  value: Cached<T>;
+  tags: readonly string[];
+}
+
+export interface CacheOptions {
+  maxEntries: number;
+  maxBytes: number;
+  ttlMs: number;
+  /** How long an unknown hash is remembered as unknown. */
+  negativeTtlMs: number;
+}
+
+/** A bounded cache of records by key hash, with invalidation by hash and by tag (e.g. an API id). */
+export class RecordCache<T extends object> {
+  private readonly lru: LRUCache<string, Entry<T>>;
+  private readonly tags = new Map<string, Set<string>>();
+  private readonly negativeTtlMs: number;
+  /** Bumped by every invalidation, so a load that raced one does not cache stale data. */
+  generation = 0;
+
+  constructor(opts: CacheOptions, private readonly sizeOf: (v: T) => number) {
+    this.negativeTtlMs = opts.negativeTtlMs;
+    this.lru = new LRUCache<string, Entry<T>>({
+      max: opts.maxEntries,
+      maxSize: opts.maxBytes,
+      sizeCalculation: (entry, key) => key.length + (entry.value === MISS ? 16 : Math.max(1, this.sizeOf(entry.value))),
+      ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
+      dispose: (entry, key) => this.untag(key, entry.tags),
+    });
+  }
+
+  get(hash: string): Cached<T> | undefined {
+    return this.lru.get(hash)?.value;
+  }
+
+  set(hash: string, value: T, tags: readonly string[] = []): void {
+    this.lru.set(hash, { value, tags });
+    for (const t of tags) {
+      let set = this.tags.get(t);
+      if (set === undefined) this.tags.set(t, (set = new Set()));
+      set.add(hash);
+    }
+  }
+
+  setMiss(hash: string): void {
+    this.lru.set(hash, { value: MISS, tags: [] }, { ttl: this.negativeTtlMs });
+  }
+
+  delete(hash: string): void {
+    this.generation++;
+    this.lru.delete(hash);
+  }
+
+  /** Drops every record set with this tag (a key id, an API id, an identity id...). */
+  deleteTag(tag: string): void {
+    this.generation++;
+    const set = this.tags.get(tag);
+    if (set === undefined) return;
+    this.tags.delete(tag);
+    for (const hash of set) this.lru.delete(hash);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.lru.clear();
+    this.tags.clear();
+  }
+
+  get size(): number {
+    return this.lru.size;
+  }
+
+  private untag(hash: string, tags: readonly string[]): void {
+    for (const t of tags) {
+      const set = this.tags.get(t);
+      if (set === undefined) continue;
+      set.delete(hash);
+      if (set.size === 0) this.tags.delete(t);
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { ID_PATTERN, limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import type { Deps } from "../deps.js";
+import { findLiveApi, insertApi, softDeleteApi } from "../../storage/apis.js";
+import { transaction } from "../../storage/sql.js";
+
+export const apiNotFound = (): AppError => new AppError("err:svc:data:api_not_found");
+
+function validateApiId(v: Validator, apiId: string): void {
+  v.required("apiId", apiId, { ...limits.apiId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+}
+
+export async function createApi(deps: Deps, p: Principal, input: { name: string }): Promise<{ apiId: string }> {
+  const v = new Validator();
+  v.required("name", input.name, limits.apiName);
+  v.done();
+  requireAny(p, ["apis.*.create_api"]);
+  const now = deps.clock.now();
+  const apiId = newId("api", now);
+  await transaction(deps.pool, (conn) =>
+    insertApi(conn, { id: apiId, keyAuthId: newId("ks", now), workspaceId: p.workspaceId, name: input.name, now }),
+  );
+  return { apiId };
+}
+
+export async function getApi(deps: Deps, p: Principal, input: { apiId: string }): Promise<{ id: string; name: string }> {
+  const v = new Validator();
+  validateApiId(v, input.apiId);
+  v.done();
+  requireAny(p, apiPermission(input.apiId, "read_api"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  if (!api) throw apiNotFound();
+  return { id: api.id, name: api.name };
+}
+
+export async function deleteApi(deps: Deps, p: Principal, input: { apiId: string }): Promise<void> {
+  const v = new Validator();
+  validateApiId(v, input.apiId);
+  v.done();
+  requireAny(p, apiPermission(input.apiId, "delete_api"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  if (!api) throw apiNotFound();
+  if (api.deleteProtection) {
+    throw new AppError(
+      "err:svc:application:protected_resource",
+      "This API has delete protection enabled. Disable it before attempting to delete.",
+    );
+  }
+  if (!(await softDeleteApi(deps.pool, p.workspaceId, api.id, deps.clock.now()))) throw apiNotFound();
+  // Its keys stop verifying at once: drop every cached key record of this API.
+  await deps.invalidate("api", api.id);
+}

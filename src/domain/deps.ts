@@ -1,0 +1,32 @@
+import type { Pool } from "mysql2/promise";
+import type { RecordCache } from "../cache/verification-cache.js";
+import type { RootKeyRecord } from "../storage/root-keys.js";
+import type { Clock } from "./clock.js";
+import type { KeyRecord } from "./keys/record.js";
+import type { Limiter } from "./ratelimit/limiter.js";
+import type { UsageRecorder } from "./keys/usage.js";
+import type { Vault } from "./keys/vault.js";
+
+export interface Logger {
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+  debug(obj: unknown, msg?: string): void;
+}
+
+/** What cache invalidation is about: a key (by id), an API, an identity, a root key (by hash). */
+export type InvalidationKind = "key" | "api" | "identity" | "workspace" | "rootkey" | "role" | "permission";
+
+/** Everything the operations need, built once at start (src/server/deps.ts). */
+export interface Deps {
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  keyCache: RecordCache<KeyRecord>;
+  rootKeyCache: RecordCache<RootKeyRecord>;
+  limiter: Limiter;
+  usage: UsageRecorder;
+  vault: Vault;
+  /** Evicts cached records here at once and tells other instances. */
+  invalidate(kind: InvalidationKind, id: string): Promise<void>;
+}

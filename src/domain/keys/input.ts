@@ -1,0 +1,101 @@
+// Validation of the key fields shared by createKey, updateKey and identities.
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_SAFE, SLUG_PATTERN, limits } from "../limits.js";
+import type { Validator } from "../validate.js";
+import type { RatelimitConfig, Refill } from "./record.js";
+import { newId } from "../ids.js";
+
+export interface RatelimitInput {
+  name: string;
+  limit: number;
+  duration: number;
+  autoApply?: boolean | undefined;
+}
+
+export interface RefillInput {
+  interval: string;
+  amount: number;
+  refillDay?: number | undefined;
+}
+
+export interface CreditsInput {
+  remaining?: number | undefined;
+  refill?: RefillInput | undefined;
+}
+
+export const validateKeyId = (v: Validator, keyId: string): void =>
+  v.required("keyId", keyId, { ...limits.resourceId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+
+export const validateExternalId = (v: Validator, field: string, externalId: string | undefined): void =>
+  v.string(field, externalId, { ...limits.externalId, pattern: EXTERNAL_ID_PATTERN, patternText: "^[a-zA-Z0-9_.-]+$" });
+
+export function validateMeta(v: Validator, field: string, meta: Record<string, unknown> | undefined): string | undefined {
+  if (meta === undefined) return undefined;
+  const text = JSON.stringify(meta);
+  if (Object.keys(meta).length > limits.metaProperties) {
+    v.add(field, `${field} must have at most ${limits.metaProperties} properties (got ${Object.keys(meta).length}).`);
+  } else if (Buffer.byteLength(text) > limits.metaBytes) {
+    v.add(
+      field,
+      `${field} must be at most 1 MB when serialised (got ${Buffer.byteLength(text)} bytes).`,
+      "Keep meta under 10 KB: it is returned on every verification.",
+    );
+  }
+  return text;
+}
+
+export function validateRoles(v: Validator, field: string, roles: readonly string[]): void {
+  v.items(field, roles, { maxItems: limits.roles.maxItems, min: 1, max: 100, pattern: SLUG_PATTERN, patternText: "^[a-zA-Z0-9_:\\-\\.\\*]+$" });
+}
+
+export function validatePermissions(v: Validator, field: string, permissions: readonly string[]): void {
+  v.items(field, permissions, { maxItems: limits.permissions.maxItems, min: 1, max: 100 });
+}
+
+/** Validates rate-limit configs and gives them ids; autoApply defaults to true (contract decision 5). */
+export function validateRatelimits(v: Validator, field: string, list: readonly RatelimitInput[], now: number): RatelimitConfig[] {
+  if (list.length > limits.ratelimits.maxItems) {
+    v.add(field, `${field} must have at most ${limits.ratelimits.maxItems} items (got ${list.length}).`);
+    return [];
+  }
+  const seen = new Set<string>();
+  list.forEach((r, i) => {
+    const f = `${field}[${i}]`;
+    v.required(`${f}.name`, r.name, limits.ratelimitName);
+    if (r.limit < 1) v.add(`${f}.limit`, `${f}.limit must be at least 1 (got ${r.limit}).`);
+    if (r.duration < limits.ratelimitDuration.min) v.add(`${f}.duration`, `${f}.duration must be at least 1000 ms (got ${r.duration}).`);
+    if (seen.has(r.name)) v.add(`${f}.name`, `Ratelimit with name '${r.name}' is already defined in the request.`);
+    seen.add(r.name);
+  });
+  return list.map((r) => ({ id: newId("rl", now), name: r.name, limit: r.limit, duration: r.duration, autoApply: r.autoApply ?? true }));
+}
+
+export function validateRefill(v: Validator, field: string, refill: RefillInput, opts: { dailyDayIsError: boolean }): Refill {
+  if (refill.interval !== "daily" && refill.interval !== "monthly") {
+    v.add(`${field}.interval`, `${field}.interval must be "daily" or "monthly" (got ${JSON.stringify(refill.interval)}).`);
+  }
+  if (refill.amount < 1 || refill.amount > MAX_SAFE) v.add(`${field}.amount`, `${field}.amount must be between 1 and ${MAX_SAFE}.`);
+  if (refill.refillDay !== undefined && (refill.refillDay < 1 || refill.refillDay > 31)) {
+    v.add(`${field}.refillDay`, `${field}.refillDay must be between 1 and 31 (got ${refill.refillDay}).`);
+  }
+  if (refill.interval === "daily" && refill.refillDay !== undefined && opts.dailyDayIsError) {
+    v.add(`${field}.refillDay`, "`refillDay` must not be provided when the refill interval is `daily`.");
+  }
+  // Monthly without a day refills on the 1st (contract decision 7).
+  return { amount: refill.amount, day: refill.interval === "monthly" ? (refill.refillDay ?? 1) : undefined };
+}
+
+/** createKey's credits: remaining (null/absent = unlimited) and an optional refill that needs a balance. */
+export function validateCredits(v: Validator, credits: CreditsInput | undefined): { remaining: number | undefined; refill: Refill | undefined } {
+  if (credits === undefined) return { remaining: undefined, refill: undefined };
+  if (credits.remaining !== undefined && (credits.remaining < 0 || credits.remaining > MAX_SAFE)) {
+    v.add("credits.remaining", `credits.remaining must be between 0 and ${MAX_SAFE} (got ${credits.remaining}).`);
+  }
+  let refill: Refill | undefined;
+  if (credits.refill !== undefined) {
+    refill = validateRefill(v, "credits.refill", credits.refill, { dailyDayIsError: false });
+    if (credits.remaining === undefined) {
+      v.add("credits.remaining", "`credits.remaining` must be provided when `credits.refill` is set.");
+    }
+  }
+  return { remaining: credits.remaining, refill };
+}

@@ -1,0 +1,217 @@
+// keys.createKey, getKey, whoami, listKeys, deleteKey.
+import { findLiveApi } from "../../storage/apis.js";
+import { insertKeyRow, insertRatelimits, findLiveKeyById, findLiveKeyByHash, listLiveKeys } from "../../storage/keys.js";
+import {
+  ensurePermissions,
+  findLiveIdentityIdByExternalId,
+  findRoles,
+  linkPermissions,
+  linkRoles,
+  upsertIdentity,
+} from "../../storage/relations.js";
+import { deleteKeyRow, findEncryptedKeys, insertEncryptedKey, softDeleteKey } from "../../storage/key-admin.js";
+import { isDuplicateKey, transaction } from "../../storage/sql.js";
+import { apiNotFound } from "../apis/apis.js";
+import { type Principal, apiPermission, holdsAny, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { ID_PATTERN, MAX_EXPIRES, limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import { generateKey, hashKey } from "./generate.js";
+import {
+  type CreditsInput,
+  type RatelimitInput,
+  validateCredits,
+  validateExternalId,
+  validateKeyId,
+  validateMeta,
+  validatePermissions,
+  validateRatelimits,
+  validateRoles,
+} from "./input.js";
+import type { KeyDetails } from "./record.js";
+
+export const keyNotFound = (): AppError => new AppError("err:svc:data:key_not_found");
+export const roleNotFound = (name: string): AppError => new AppError("err:svc:data:role_not_found", `Role '${name}' was not found.`);
+
+export interface CreateKeyInput {
+  apiId: string;
+  prefix?: string | undefined;
+  name?: string | undefined;
+  byteLength?: number | undefined;
+  externalId?: string | undefined;
+  meta?: Record<string, unknown> | undefined;
+  roles: string[];
+  permissions: string[];
+  expires?: number | undefined;
+  credits?: CreditsInput | undefined;
+  ratelimits: RatelimitInput[];
+  enabled?: boolean | undefined;
+  recoverable?: boolean | undefined;
+}
+
+export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput): Promise<{ keyId: string; key: string }> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  v.required("apiId", input.apiId, { ...limits.apiId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+  v.string("prefix", input.prefix, { ...limits.prefix, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+  v.string("name", input.name, limits.keyName);
+  v.number("byteLength", input.byteLength, limits.byteLength);
+  validateExternalId(v, "externalId", input.externalId);
+  const metaText = validateMeta(v, "meta", input.meta);
+  validateRoles(v, "roles", input.roles);
+  validatePermissions(v, "permissions", input.permissions);
+  v.number("expires", input.expires, limits.expires);
+  const credits = validateCredits(v, input.credits);
+  const ratelimits = validateRatelimits(v, "ratelimits", input.ratelimits, now);
+  v.done();
+
+  requireAny(p, apiPermission(input.apiId, "create_key"));
+  if (input.recoverable) requireAny(p, apiPermission(input.apiId, "encrypt_key"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  if (!api) throw apiNotFound();
+
+  const prefix = input.prefix ?? api.defaultPrefix;
+  const byteLength = input.byteLength ?? api.defaultBytes ?? limits.byteLength.default;
+  const { key, start } = generateKey(prefix, byteLength);
+  const hash = hashKey(key);
+  const encrypted = input.recoverable ? await deps.vault.encrypt(p.workspaceId, key) : undefined;
+
+  for (let attempt = 0; ; attempt++) {
+    const keyId = newId("key", now);
+    try {
+      await transaction(deps.pool, async (conn) => {
+        const roles = await findRoles(conn, p.workspaceId, input.roles);
+        if (roles.missing !== undefined) throw roleNotFound(roles.missing);
+        const identityId = input.externalId === undefined ? undefined : await upsertIdentity(conn, p.workspaceId, input.externalId, now);
+        await insertKeyRow(conn, {
+          id: keyId,
+          keyAuthId: api.keyAuthId,
+          apiId: api.id,
+          workspaceId: p.workspaceId,
+          hash,
+          start,
+          prefix,
+          byteLength,
+          name: input.name,
+          identityId,
+          meta: metaText,
+          expires: input.expires,
+          enabled: input.enabled ?? true,
+          remaining: credits.remaining,
+          refillAmount: credits.refill?.amount,
+          refillDay: credits.refill?.day,
+          recoverable: input.recoverable ?? false,
+          now,
+        });
+        await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
+        await linkPermissions(conn, p.workspaceId, keyId, await ensurePermissions(conn, p.workspaceId, input.permissions, now), now);
+        await linkRoles(conn, p.workspaceId, keyId, roles.ids, now);
+        if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
+      });
+      deps.keyCache.delete(hash);
+      return { keyId, key };
+    } catch (err) {
+      // An id collision is retried with a new id; the key itself stays.
+      if (isDuplicateKey(err) && attempt < 4 && String((err as Error).message).includes("keys_id")) continue;
+      throw err;
+    }
+  }
+}
+
+export interface KeyView extends KeyDetails {
+  plaintext: string | undefined;
+}
+
+async function withPlaintext(deps: Deps, workspaceId: string, keys: KeyDetails[], decrypt: boolean): Promise<KeyView[]> {
+  if (!decrypt) return keys.map((k) => ({ ...k, plaintext: undefined }));
+  const rec = keys.filter((k) => k.recoverable).map((k) => k.id);
+  const stored = rec.length === 0 ? new Map() : await findEncryptedKeys(deps.pool, rec);
+  return Promise.all(
+    keys.map(async (k) => {
+      const e = stored.get(k.id);
+      if (!e) return { ...k, plaintext: undefined };
+      try {
+        return { ...k, plaintext: await deps.vault.decrypt(workspaceId, e.encrypted, e.encryptionKeyId) };
+      } catch (err) {
+        // A key that cannot be decrypted is listed without its plaintext (contract §3.2.3).
+        deps.log.warn({ err, keyId: k.id }, "could not decrypt a recoverable key");
+        return { ...k, plaintext: undefined };
+      }
+    }),
+  );
+}
+
+export async function getKey(deps: Deps, p: Principal, input: { keyId: string; decrypt?: boolean | undefined }): Promise<KeyView> {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.done();
+  const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
+  if (!key) throw keyNotFound();
+  requireAny(p, apiPermission(key.apiId, "read_key"));
+  if (input.decrypt) requireAny(p, apiPermission(key.apiId, "decrypt_key"));
+  const [view] = await withPlaintext(deps, p.workspaceId, [key], input.decrypt ?? false);
+  return view as KeyView;
+}
+
+export async function whoami(deps: Deps, p: Principal, input: { key: string }): Promise<KeyView> {
+  const v = new Validator();
+  v.required("key", input.key, limits.verifyKey);
+  v.done();
+  const key = await findLiveKeyByHash(deps.pool, hashKey(input.key));
+  // Another workspace's key and a missing read grant both read as not found, on purpose.
+  if (!key || key.workspaceId !== p.workspaceId || !holdsAny(p, apiPermission(key.apiId, "read_key"))) throw keyNotFound();
+  return { ...key, plaintext: undefined };
+}
+
+export interface ListKeysInput {
+  apiId: string;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  externalId?: string | undefined;
+  decrypt?: boolean | undefined;
+}
+
+export async function listKeys(deps: Deps, p: Principal, input: ListKeysInput): Promise<{ keys: KeyView[]; cursor: string | undefined }> {
+  const v = new Validator();
+  v.required("apiId", input.apiId, { min: 1, max: 255, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+  v.number("limit", input.limit, limits.pageSize);
+  v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
+  v.string("externalId", input.externalId, { min: 1, max: 255 });
+  v.done();
+  requireAny(p, apiPermission(input.apiId, "read_key"));
+  requireAny(p, apiPermission(input.apiId, "read_api"));
+  if (input.decrypt) requireAny(p, apiPermission(input.apiId, "decrypt_key"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  if (!api) throw apiNotFound();
+  let identityId: string | undefined;
+  if (input.externalId !== undefined) {
+    identityId = await findLiveIdentityIdByExternalId(deps.pool, p.workspaceId, input.externalId);
+    if (identityId === undefined) return { keys: [], cursor: undefined };
+  }
+  const page = await listLiveKeys(deps.pool, {
+    workspaceId: p.workspaceId,
+    keyAuthId: api.keyAuthId,
+    limit: input.limit ?? limits.pageSize.default,
+    cursor: input.cursor,
+    identityId,
+  });
+  return { keys: await withPlaintext(deps, p.workspaceId, page.keys, input.decrypt ?? false), cursor: page.next };
+}
+
+export async function deleteKey(deps: Deps, p: Principal, input: { keyId: string; permanent?: boolean | undefined }): Promise<void> {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.done();
+  const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
+  if (!key) throw keyNotFound();
+  requireAny(p, apiPermission(key.apiId, "delete_key"));
+  const done = input.permanent
+    ? await transaction(deps.pool, (conn) => deleteKeyRow(conn, key.id))
+    : await softDeleteKey(deps.pool, key.id, deps.clock.now());
+  if (!done) throw keyNotFound();
+  await deps.invalidate("key", key.id);
+}
+
+export { MAX_EXPIRES };

@@ -1,0 +1,191 @@
+// keys.verifyKey: the hot path. Checks run in the contract's order (§5.3); the
+// first failure wins and later stages consume nothing.
+import { applyRefill, readCredits, spendCredits } from "../../storage/keys.js";
+import { type Principal, holdsAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { limits } from "../limits.js";
+import type { LimitCheck } from "../ratelimit/limiter.js";
+import { Validator } from "../validate.js";
+import { hashKey } from "./generate.js";
+import { keyRecordByHash } from "./lookup.js";
+import { evaluateQuery, parseQuery, type Query } from "./permission-query.js";
+import type { KeyRecord, RatelimitConfig } from "./record.js";
+import { currentRefillPeriodStart, refillDue } from "./refill.js";
+
+export interface VerifyKeyInput {
+  key: string;
+  permissions?: string | undefined;
+  credits?: { cost: number } | undefined;
+  ratelimits: Array<{ name: string; cost?: number | undefined; limit?: number | undefined; duration?: number | undefined }>;
+  tags: string[];
+}
+
+export interface RatelimitOutcome {
+  id: string;
+  name: string;
+  limit: number;
+  duration: number;
+  reset: number;
+  remaining: number;
+  exceeded: boolean;
+  autoApply: boolean;
+}
+
+export type VerifyCode = "VALID" | "NOT_FOUND" | "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED" | "USAGE_EXCEEDED";
+
+export type VerifyOutcome =
+  | { valid: false; code: "NOT_FOUND" }
+  | {
+      valid: boolean;
+      code: Exclude<VerifyCode, "NOT_FOUND">;
+      key: KeyRecord;
+      /** Remaining credits after this verification; undefined = unlimited. */
+      credits: number | undefined;
+      ratelimits: RatelimitOutcome[];
+    };
+
+const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
+
+/** Whether the root key holds any verify_key grant at all (for the 403 of contract §5.4). */
+function holdsSomeVerifyGrant(p: Principal): boolean {
+  return p.permissions.some(
+    (g) => (g.startsWith("apis.") && g.endsWith(".verify_key")) || holdsAny({ ...p, permissions: [g] }, ["apis.\u0000.verify_key"]),
+  );
+}
+
+function validate(input: VerifyKeyInput): void {
+  const v = new Validator();
+  v.required("key", input.key, limits.verifyKey);
+  v.string("permissions", input.permissions, limits.permissionQuery);
+  if (input.credits !== undefined) v.number("credits.cost", input.credits.cost, limits.verifyCost);
+  input.ratelimits.forEach((r, i) => {
+    const f = `ratelimits[${i}]`;
+    v.required(`${f}.name`, r.name, { min: 3, max: 255 });
+    v.number(`${f}.cost`, r.cost, { min: 0 });
+    if (r.limit !== undefined && r.duration !== undefined) {
+      // An inline limit must be one the limiter can enforce: never fail open.
+      v.number(`${f}.limit`, r.limit, { min: 1 });
+      v.number(`${f}.duration`, r.duration, { min: limits.ratelimitDuration.min });
+    } else {
+      v.number(`${f}.limit`, r.limit, { min: 0 });
+      v.number(`${f}.duration`, r.duration, { min: 0 });
+    }
+  });
+  v.items("tags", input.tags, { maxItems: limits.tags.maxItems, min: limits.tags.min, max: limits.tags.max });
+  v.done();
+}
+
+export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Promise<VerifyOutcome> {
+  validate(input);
+  if (!holdsSomeVerifyGrant(p)) {
+    throw new AppError(
+      "err:svc:authorization:insufficient_permissions",
+      "Missing one of these permissions: 'apis.*.verify_key' or 'apis.<apiId>.verify_key'",
+    );
+  }
+  const key = await keyRecordByHash(deps, hashKey(input.key));
+  // Another workspace's key, a deleted key or API, and a key of an API this root
+  // key may not verify all look the same: the caller learns nothing about it.
+  if (key === undefined || key.workspaceId !== p.workspaceId) return NOT_FOUND;
+  if (!holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) return NOT_FOUND;
+
+  // A malformed query is the caller's error whatever the key's state (§5.3 step 10).
+  const query: Query | undefined = input.permissions === undefined ? undefined : parseQuery(input.permissions);
+
+  const now = deps.clock.now();
+  deps.usage.record(key.id, now);
+  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[] = []): VerifyOutcome => ({
+    valid: code === "VALID",
+    code,
+    key,
+    credits,
+    ratelimits,
+  });
+
+  if (!key.enabled) return result("DISABLED", undefined);
+  if (key.expires !== undefined && now > key.expires) return result("EXPIRED", undefined);
+  if (query !== undefined && !evaluateQuery(query, key.permissions)) return result("INSUFFICIENT_PERMISSIONS", undefined);
+
+  const checks = ratelimitChecks(key, input.ratelimits);
+  let outcomes: RatelimitOutcome[] = [];
+  if (checks.length > 0) {
+    const results = await deps.limiter.check(
+      checks.map((c) => c.check),
+      now,
+    );
+    outcomes = checks.map((c, i) => {
+      const r = results[i] as (typeof results)[number];
+      return {
+        id: c.config.id,
+        name: c.config.name,
+        limit: c.config.limit,
+        duration: c.config.duration,
+        reset: r.reset,
+        remaining: r.remaining,
+        exceeded: !r.passed,
+        autoApply: c.config.autoApply,
+      };
+    });
+    if (outcomes.some((o) => o.exceeded)) return result("RATE_LIMITED", undefined, outcomes);
+  }
+
+  if (!key.limitedCredits) return result("VALID", undefined, outcomes);
+  if (key.refill !== undefined && refillDue(key.refill, key.lastRefillAt, now)) {
+    await applyRefill(deps.pool, key.id, currentRefillPeriodStart(key.refill, now), now);
+    key.lastRefillAt = now;
+  }
+  const cost = input.credits?.cost ?? 1;
+  if (cost === 0) {
+    const remaining = await readCredits(deps.pool, key.id);
+    return result("VALID", remaining, outcomes);
+  }
+  const spent = await spendCredits(deps.pool, key.id, cost);
+  if (spent.ok) return result("VALID", spent.remaining, outcomes);
+  // No balance at all means the key became unlimited since it was cached.
+  if (spent.remaining === undefined) return result("VALID", undefined, outcomes);
+  return result("USAGE_EXCEEDED", spent.remaining, outcomes);
+}
+
+interface PlannedCheck {
+  config: RatelimitConfig;
+  check: LimitCheck;
+}
+
+/**
+ * Auto-applied limits of the key and its identity (merged by name, the key's
+ * own winning), plus every limit the request names, at the request's cost.
+ */
+function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]): PlannedCheck[] {
+  const byName = new Map<string, { config: RatelimitConfig; scope: "key" | "identity" }>();
+  for (const l of key.identity?.ratelimits ?? []) byName.set(l.name, { config: l, scope: "identity" });
+  for (const l of key.ratelimits) byName.set(l.name, { config: l, scope: "key" });
+
+  const planned = new Map<string, PlannedCheck>();
+  const plan = (config: RatelimitConfig, scope: "key" | "identity", cost: number) => {
+    const owner = scope === "key" ? key.id : (key.identity?.id as string);
+    planned.set(config.name, {
+      config,
+      check: { key: `${key.workspaceId}|${scope}|${config.name}|${owner}`, limit: config.limit, duration: config.duration, cost },
+    });
+  };
+  for (const { config, scope } of byName.values()) if (config.autoApply) plan(config, scope, 1);
+  for (const r of requested) {
+    const cost = r.cost ?? 1;
+    if (r.limit !== undefined && r.duration !== undefined) {
+      plan({ id: "", name: r.name, limit: r.limit, duration: r.duration, autoApply: false }, "key", cost);
+      continue;
+    }
+    const found = byName.get(r.name);
+    if (found === undefined) {
+      throw new AppError(
+        "err:svc:application:precondition_failed",
+        key.identity
+          ? `ratelimit '${r.name}' was requested but does not exist for key '${key.id}' nor identity: '${key.identity.id}' external ID: '${key.identity.externalId}'`
+          : `ratelimit '${r.name}' was requested but does not exist for key '${key.id}' and there is no identity connected`,
+      );
+    }
+    plan(found.config, found.scope, cost);
+  }
+  return [...planned.values()];
+}

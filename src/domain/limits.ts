@@ -1,0 +1,32 @@
+// The seed's limits table and the contract's field rules, in one place.
+export const MAX_EXPIRES = 4_102_444_800_000;
+export const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+export const ID_PATTERN = /^[a-zA-Z0-9_]+$/;
+export const EXTERNAL_ID_PATTERN = /^[a-zA-Z0-9_.-]+$/;
+export const SLUG_PATTERN = /^[a-zA-Z0-9_:\-.*]+$/;
+
+export const limits = {
+  apiName: { min: 3, max: 256 },
+  apiId: { min: 3, max: 255 },
+  resourceId: { min: 3, max: 255 },
+  prefix: { min: 1, max: 16 },
+  keyName: { min: 1, max: 255 },
+  byteLength: { min: 16, max: 255, default: 16 },
+  externalId: { min: 1, max: 255 },
+  roles: { maxItems: 100, min: 1, max: 100 },
+  permissions: { maxItems: 1000, min: 1, max: 100 },
+  expires: { min: 0, max: MAX_EXPIRES },
+  ratelimits: { maxItems: 50 },
+  ratelimitName: { min: 3, max: 128 },
+  ratelimitDuration: { min: 1000 },
+  /** Hard cap on serialised meta; 10 KB is the documented advice. */
+  metaBytes: 1_048_576,
+  metaProperties: 100,
+  verifyKey: { min: 1, max: 512 },
+  permissionQuery: { min: 1, max: 1000 },
+  verifyCost: { min: 0, max: 1_000_000_000_000 },
+  tags: { maxItems: 20, min: 1, max: 512 },
+  pageSize: { min: 1, max: 100, default: 100 },
+  cursor: { max: 1024 },
+} as const;

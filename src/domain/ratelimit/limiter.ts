@@ -1,0 +1,91 @@
+// Sliding-window rate limiting approximated from two fixed windows aligned to
+// the Unix epoch (CONTRACT §7.1):
+//   effective = cur + trunc(prev × (1 − elapsed)) + cost
+// denied when effective > limit (nothing consumed, remaining 0); otherwise cur += cost.
+// A batch of checks is all-or-nothing (§7.2). This in-memory store is exact on
+// one instance because Node runs each batch to completion without interleaving.
+
+export interface LimitCheck {
+  /** Counter identity: workspace, scope (namespace or limit name) and identifier. */
+  key: string;
+  limit: number;
+  duration: number;
+  cost: number;
+}
+
+export interface LimitResult {
+  passed: boolean;
+  limit: number;
+  remaining: number;
+  /** Unix ms at which the current fixed window ends. */
+  reset: number;
+}
+
+export interface Limiter {
+  check(checks: readonly LimitCheck[], now: number): Promise<LimitResult[]>;
+  close(): Promise<void>;
+}
+
+interface Window {
+  seq: number;
+  cur: number;
+  prev: number;
+  duration: number;
+}
+
+export class MemoryLimiter implements Limiter {
+  private readonly windows = new Map<string, Window>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(sweepEveryMs = 30_000) {
+    this.sweeper = setInterval(() => this.sweep(Date.now()), sweepEveryMs);
+    this.sweeper.unref();
+  }
+
+  async check(checks: readonly LimitCheck[], now: number): Promise<LimitResult[]> {
+    return this.checkSync(checks, now);
+  }
+
+  checkSync(checks: readonly LimitCheck[], now: number): LimitResult[] {
+    const evaluated = checks.map((c) => {
+      const seq = Math.floor(now / c.duration);
+      const w = this.window(`${c.key}|${c.duration}`, seq, c.duration);
+      const elapsed = (now - seq * c.duration) / c.duration;
+      const effective = w.cur + Math.trunc(w.prev * (1 - elapsed)) + c.cost;
+      const passed = c.limit > 0 && effective <= c.limit;
+      return { c, w, effective, passed, reset: (seq + 1) * c.duration };
+    });
+    const all = evaluated.every((e) => e.passed);
+    if (all) for (const e of evaluated) e.w.cur += e.c.cost;
+    return evaluated.map((e) => ({
+      passed: e.passed,
+      limit: e.c.limit,
+      // A passed check refunded because another failed reports its cost given back.
+      remaining: !e.passed ? 0 : Math.max(0, e.c.limit - e.effective + (all ? 0 : e.c.cost)),
+      reset: e.reset,
+    }));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+
+  private window(key: string, seq: number, duration: number): Window {
+    let w = this.windows.get(key);
+    if (w === undefined) {
+      w = { seq, cur: 0, prev: 0, duration };
+      this.windows.set(key, w);
+    } else if (w.seq !== seq) {
+      w.prev = w.seq === seq - 1 ? w.cur : 0;
+      w.cur = 0;
+      w.seq = seq;
+    }
+    return w;
+  }
+
+  private sweep(now: number): void {
+    for (const [key, w] of this.windows) {
+      if (Math.floor(now / w.duration) > w.seq + 1) this.windows.delete(key);
+    }
+  }
+}

@@ -1,0 +1,175 @@
+// Strict checks of a JSON request body against the request message's descriptor,
+// before ProtoJSON sees it. ProtoJSON is lenient where the contract is not: it
+// accepts "16" for an integer and treats null as "not set". Here every field
+// must have its JSON type, unknown properties are refused, and null is allowed
+// only where the contract makes a field nullable. The result is the ProtoJSON
+// form of the body, with nullable wrappers (`keyhold.v2.Nullable*`) and the
+// `set_<field>` presence flags filled in.
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import type { FieldError } from "../domain/errors.js";
+
+/** Fields whose JSON null means "unset" (an unlimited credit balance). */
+const NULL_MEANS_UNSET = new Set(["keyhold.v2.KeyCredits.remaining", "keyhold.v2.UpdateCreditsRequest.value"]);
+
+const INTEGER_TYPES = new Set([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+type Json = unknown;
+
+function describeType(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "number") return Number.isInteger(v) ? "an integer" : "a number";
+  return `a ${typeof v}`;
+}
+
+function scalarName(t: ScalarType): string {
+  if (INTEGER_TYPES.has(t)) return "an integer";
+  if (t === ScalarType.BOOL) return "a boolean";
+  if (t === ScalarType.STRING) return "a string";
+  if (t === ScalarType.BYTES) return "a base64 string";
+  return "a number";
+}
+
+function checkScalar(t: ScalarType, v: Json): boolean {
+  switch (t) {
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      return typeof v === "string";
+    case ScalarType.BOOL:
+      return typeof v === "boolean";
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return typeof v === "number" && Number.isFinite(v);
+    default:
+      // JSON numbers beyond 2^53 have already lost precision in JSON.parse.
+      return typeof v === "number" && Number.isSafeInteger(v);
+  }
+}
+
+function isNullableWrapper(desc: DescMessage): boolean {
+  return desc.typeName.startsWith("keyhold.v2.Nullable");
+}
+
+export function checkBody(desc: DescMessage, body: Json): { json: Record<string, Json>; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  if (!isObject(body)) {
+    errors.push({ location: "body", message: `The body must be a JSON object, not ${describeType(body)}.` });
+    return { json: {}, errors };
+  }
+  const json = checkMessage(desc, body, "", errors);
+  return { json, errors };
+}
+
+function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string, errors: FieldError[]): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  const byJsonName = new Map<string, DescField>();
+  for (const f of desc.fields) if (!f.name.startsWith("set_")) byJsonName.set(f.jsonName, f);
+  for (const [key, value] of Object.entries(obj)) {
+    const name = path === "" ? key : `${path}.${key}`;
+    const field = byJsonName.get(key);
+    if (field === undefined) {
+      errors.push({
+        location: `body.${name}`,
+        message: `${name} is not a known field of this request.`,
+        fix: `Remove ${name}; the fields are: ${[...byJsonName.keys()].join(", ")}.`,
+      });
+      continue;
+    }
+    const flag = desc.fields.find((f) => f.name === `set_${field.name}`);
+    if (flag !== undefined) out[flag.jsonName] = true;
+    const checked = checkField(field, value, name, errors);
+    if (checked !== undefined) out[key] = checked;
+  }
+  return out;
+}
+
+/** Returns the ProtoJSON value to keep, or undefined to leave the field unset. */
+function checkField(field: DescField, value: Json, name: string, errors: FieldError[]): Json {
+  const fq = `${field.parent.typeName}.${field.name}`;
+  if (value === null) {
+    if (NULL_MEANS_UNSET.has(fq)) return undefined;
+    if (field.fieldKind === "message" && isNullableWrapper(field.message)) return {};
+    errors.push({ location: `body.${name}`, message: `${name} must not be null.`, fix: `Omit ${name} or send a value.` });
+    return undefined;
+  }
+  switch (field.fieldKind) {
+    case "scalar":
+      if (!checkScalar(field.scalar, value)) {
+        errors.push({ location: `body.${name}`, message: `${name} must be ${scalarName(field.scalar)}, not ${describeType(value)}.` });
+        return undefined;
+      }
+      return value;
+    case "enum":
+      if (typeof value !== "string") {
+        errors.push({ location: `body.${name}`, message: `${name} must be a string, not ${describeType(value)}.` });
+        return undefined;
+      }
+      return value;
+    case "message":
+      return checkMessageValue(field.message, value, name, errors);
+    case "list": {
+      if (!Array.isArray(value)) {
+        errors.push({ location: `body.${name}`, message: `${name} must be an array, not ${describeType(value)}.` });
+        return undefined;
+      }
+      const items: Json[] = [];
+      value.forEach((item, i) => {
+        const itemName = `${name}[${i}]`;
+        if (field.listKind === "scalar") {
+          if (!checkScalar(field.scalar, item)) {
+            errors.push({ location: `body.${itemName}`, message: `${itemName} must be ${scalarName(field.scalar)}, not ${describeType(item)}.` });
+          } else items.push(item);
+        } else if (field.listKind === "message") {
+          items.push(checkMessageValue(field.message, item, itemName, errors));
+        } else {
+          if (typeof item !== "string") errors.push({ location: `body.${itemName}`, message: `${itemName} must be a string.` });
+          else items.push(item);
+        }
+      });
+      return items;
+    }
+    case "map":
+      if (!isObject(value)) {
+        errors.push({ location: `body.${name}`, message: `${name} must be an object, not ${describeType(value)}.` });
+        return undefined;
+      }
+      return value;
+  }
+}
+
+function checkMessageValue(desc: DescMessage, value: Json, name: string, errors: FieldError[]): Json {
+  switch (desc.typeName) {
+    case "google.protobuf.Struct":
+      if (!isObject(value)) {
+        errors.push({ location: `body.${name}`, message: `${name} must be a JSON object, not ${describeType(value)}.` });
+        return undefined;
+      }
+      return value;
+    case "google.protobuf.Value":
+      return value;
+  }
+  if (isNullableWrapper(desc)) {
+    const inner = desc.fields.find((f) => f.name === "value");
+    if (inner === undefined) return undefined;
+    const checked = checkField(inner, value, name, errors);
+    return checked === undefined ? undefined : { value: checked };
+  }
+  if (!isObject(value)) {
+    errors.push({ location: `body.${name}`, message: `${name} must be an object, not ${describeType(value)}.` });
+    return undefined;
+  }
+  return checkMessage(desc, value, name, errors);
+}

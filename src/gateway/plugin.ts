@@ -1,0 +1,120 @@
+// The JSON front door: `POST /v2/<group>.<operation>` for every RPC of every
+// service, mapped from the service descriptors. It calls the same operations as
+// Connect and gRPC, in-process, as plain function calls on the generated types.
+import { create, type DescMessage, type DescService, fromJson } from "@bufbuild/protobuf";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import sjson from "secure-json-parse";
+import { authenticate } from "../domain/auth/authenticate.js";
+import type { Deps } from "../domain/deps.js";
+import { AppError, invalidInput } from "../domain/errors.js";
+import type { ServiceEntry } from "../services/types.js";
+import { checkBody } from "./json-check.js";
+import { shapeResponse } from "./json-response.js";
+
+/** `ApisService` -> `apis`, `RatelimitService` -> `ratelimit`. */
+export const groupOf = (s: DescService): string => {
+  const base = s.name.replace(/Service$/, "");
+  return base.charAt(0).toLowerCase() + base.slice(1);
+};
+
+type BodyAdapter = (body: unknown) => unknown;
+
+/** The three spellings of an override's namespace (contract §0.1 decision 2). */
+const namespaceAliases: BodyAdapter = (body) => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return body;
+  const b = { ...(body as Record<string, unknown>) };
+  const given = ["namespace", "namespaceId", "namespaceName"].filter((k) => b[k] !== undefined);
+  if (given.length > 1) {
+    throw invalidInput([
+      { location: "body.namespace", message: `Send exactly one of namespace, namespaceId and namespaceName (got ${given.join(", ")}).` },
+    ]);
+  }
+  for (const alias of ["namespaceId", "namespaceName"]) {
+    if (b[alias] !== undefined) {
+      b.namespace = b[alias];
+      delete b[alias];
+    }
+  }
+  if (b.namespace === undefined) {
+    throw invalidInput([{ location: "body.namespace", message: "namespace is required (namespaceId and namespaceName are accepted too)." }]);
+  }
+  return b;
+};
+
+const adapters: Record<string, BodyAdapter> = {
+  "ratelimit.setOverride": namespaceAliases,
+  "ratelimit.getOverride": namespaceAliases,
+  "ratelimit.listOverrides": namespaceAliases,
+  "ratelimit.deleteOverride": namespaceAliases,
+  // multiLimit's JSON body is the array of checks itself.
+  "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body } : body),
+};
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+function parseBody(req: FastifyRequest): unknown {
+  const ct = req.headers["content-type"];
+  const raw = typeof req.body === "string" ? req.body : "";
+  if (ct !== undefined && !JSON_TYPE.test(ct)) {
+    throw new AppError("err:svc:application:unsupported_media_type", `Send the body as application/json (got ${ct}).`);
+  }
+  if (raw.trim() === "") {
+    throw invalidInput([{ location: "body", message: "The request body is empty; send a JSON object.", fix: "Send {} when there are no fields." }]);
+  }
+  try {
+    return sjson.parse(raw, undefined, { protoAction: "error", constructorAction: "error" });
+  } catch (err) {
+    throw invalidInput([
+      { location: "body", message: `The body is not valid JSON: ${(err as Error).message}`, fix: "Send a JSON object with Content-Type: application/json." },
+    ]);
+  }
+}
+
+export interface Route {
+  path: string;
+  group: string;
+  input: DescMessage;
+  output: DescMessage;
+  // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
+  op: (req: any, call: { principal: import("../domain/auth/principal.js").Principal; requestId: string }) => Promise<any>;
+}
+
+export function routeTable(entries: ServiceEntry[]): Route[] {
+  const routes: Route[] = [];
+  for (const { service, ops } of entries) {
+    const group = groupOf(service);
+    for (const method of service.methods) {
+      const op = ops[method.localName];
+      if (op === undefined) throw new Error(`no implementation for ${service.typeName}.${method.name}`);
+      routes.push({ path: `${group}.${method.localName}`, group, input: method.input, output: method.output, op });
+    }
+  }
+  return routes;
+}
+
+export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
+  return async function gateway(app: FastifyInstance): Promise<void> {
+    // The body is parsed in the handler, after authentication, so that a 401
+    // wins over a 400 for an unparsable body (contract §1.2).
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
+
+    for (const route of routeTable(entries)) {
+      const adapt = adapters[route.path];
+      app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {
+        const principal = await authenticate(deps, req.headers.authorization);
+        let body = parseBody(req);
+        if (adapt) body = adapt(body);
+        const { json, errors } = checkBody(route.input, body);
+        if (errors.length > 0) throw invalidInput(errors);
+        const message = fromJson(route.input, json as never, { ignoreUnknownFields: false });
+        const response = await route.op(message, { principal, requestId: req.id });
+        const shaped = shapeResponse(route.path, route.output, create(route.output, response));
+        reply.header("content-type", "application/json; charset=utf-8");
+        return shaped.pagination === undefined
+          ? { meta: { requestId: req.id }, data: shaped.data }
+          : { meta: { requestId: req.id }, data: shaped.data, pagination: shaped.pagination };
+      });
+    }
+  };
+}

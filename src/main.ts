@@ -1,0 +1,79 @@
+// Reads the configuration, opens (or starts) the database, migrates, serves the
+// JSON API + Connect on PORT and gRPC on GRPC_PORT, and shuts down cleanly on
+// SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush, close, exit 0.
+import pino from "pino";
+import { ConfigError, loadConfig } from "./server/config.js";
+import { buildServer } from "./server/bootstrap.js";
+import { buildDeps } from "./server/deps.js";
+import { startGrpcServer } from "./grpc/server.js";
+import { services } from "./services/registry.js";
+import { migrate, openDatabase } from "./storage/db.js";
+import { NoDatabaseServerError } from "./storage/private-server.js";
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`keyhold: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = pino({ level: config.logLevel });
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase(config.databaseUrl, (line) => log.info(line));
+  } catch (err) {
+    if (err instanceof NoDatabaseServerError) {
+      process.stderr.write(`keyhold: ${err.message}\n`);
+      process.exit(3);
+    }
+    log.fatal({ err }, (err as Error).message);
+    process.exit(3);
+  }
+  let stopping = false;
+  const early = async () => {
+    if (stopping) return;
+    stopping = true;
+    await db.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", early);
+  process.once("SIGINT", early);
+
+  await migrate(db.pool, (line) => log.info(line));
+  const runtime = buildDeps(config, db.pool, log);
+  await runtime.invalidations.start(250);
+  const entries = services(runtime.deps);
+  const app = await buildServer({ config, deps: runtime.deps, services: entries });
+  await app.listen({ host: config.host, port: config.port });
+  const grpcServer = await startGrpcServer(runtime.deps, config.docsBaseUrl, entries, config.host, config.grpcPort);
+  log.info({ database: db.description, port: config.port, grpcPort: grpcServer.port }, "keyhold is serving");
+
+  process.removeListener("SIGTERM", early);
+  process.removeListener("SIGINT", early);
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down: finishing in-flight requests");
+    const force = setTimeout(() => {
+      log.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5_000);
+    force.unref();
+    await Promise.all([app.close(), grpcServer.close(config.shutdownTimeoutMs)]);
+    await runtime.close();
+    await db.close();
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((err) => {
+  process.stderr.write(`keyhold: could not start: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

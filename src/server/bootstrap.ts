@@ -1,0 +1,80 @@
+// buildServer(deps) returns a Fastify instance that is not listening: the JSON
+// /v2 API, liveness, and Connect/gRPC-Web, with one error envelope for every
+// failure path (unknown route, wrong method, bad body, auth, validation, 500).
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { Deps } from "../domain/deps.js";
+import { AppError, type ErrorCode } from "../domain/errors.js";
+import { newId } from "../domain/ids.js";
+import { catalog, errorBody } from "../errors/catalog.js";
+import { gatewayPlugin, routeTable } from "../gateway/plugin.js";
+import type { ServiceEntry } from "../services/types.js";
+import type { Config } from "./config.js";
+import { connectRoutes } from "./connect.js";
+
+export interface ServerOptions {
+  config: Config;
+  deps: Deps;
+  services: ServiceEntry[];
+}
+
+function fastifyErrorCode(err: FastifyError): { code: ErrorCode; detail?: string } {
+  const status = err.statusCode ?? 500;
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
+    return { code: "err:user:bad_request:request_body_too_large", detail: "The request body is larger than the server accepts." };
+  }
+  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" || status === 415) return { code: "err:svc:application:unsupported_media_type" };
+  if (status >= 400 && status < 500) return { code: "err:user:bad_request:request_body_unreadable", detail: err.message };
+  return { code: "err:svc:application:unexpected_error" };
+}
+
+export async function buildServer({ config, deps, services }: ServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => newId("req"),
+    // Per-request logs would cost the hot path; errors are logged with their request id.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
+    return503OnClosing: true,
+  });
+
+  const send = (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
+    const body = errorBody(err, config.docsBaseUrl);
+    return reply
+      .code(catalog[err.code].status)
+      .header("content-type", "application/json; charset=utf-8")
+      .send({ meta: { requestId: req.id }, error: body });
+  };
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof AppError) return send(reply, req, err);
+    const mapped = fastifyErrorCode(err);
+    if (mapped.code === "err:svc:application:unexpected_error") {
+      // Internals stay in the log, with the request id the client was given.
+      req.log.error({ err, requestId: req.id, url: req.url }, "unexpected error");
+    }
+    return send(reply, req, new AppError(mapped.code, mapped.detail));
+  });
+
+  const known = new Set(routeTable(services).map((r) => `/v2/${r.path}`));
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0] ?? "";
+    if (known.has(path)) {
+      reply.header("allow", "POST");
+      return send(reply, req, new AppError("err:svc:application:method_not_allowed", `${req.method} is not allowed on ${path}; use POST.`));
+    }
+    return send(reply, req, new AppError("err:svc:data:route_not_found", `No operation exists at ${req.method} ${path}.`));
+  });
+
+  const liveness = async (req: FastifyRequest) => ({ meta: { requestId: req.id }, data: { message: "OK" } });
+  app.get("/v2/liveness", liveness);
+  app.post("/v2/liveness", liveness);
+
+  await app.register(gatewayPlugin(deps, services));
+  await app.register(fastifyConnectPlugin, { routes: connectRoutes(deps, config.docsBaseUrl, services) });
+  return app;
+}

@@ -1,0 +1,92 @@
+// Configuration comes from the environment, validated once at start. Every bad
+// value gets its own clear message; all of them are reported together.
+
+export interface Config {
+  databaseUrl: string | undefined;
+  host: string;
+  port: number;
+  grpcPort: number;
+  docsBaseUrl: string;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** Base64 of 32 bytes: the key-encryption key for recoverable keys. Undefined = keep one under .keyhold/. */
+  encryptionKey: string | undefined;
+  cacheMaxEntries: number;
+  cacheMaxBytes: number;
+  cacheTtlMs: number;
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return def;
+    if (!/^\d+$/.test(raw.trim())) {
+      problems.push(`${name}=${JSON.stringify(raw)} is not a whole number (expected ${min}-${max})`);
+      return def;
+    }
+    const n = Number(raw.trim());
+    if (n < min || n > max) problems.push(`${name}=${raw} is out of range (expected ${min}-${max})`);
+    return n;
+  };
+
+  let databaseUrl = env.DATABASE_URL;
+  if (databaseUrl === "") databaseUrl = undefined;
+  if (databaseUrl !== undefined) {
+    try {
+      const u = new URL(databaseUrl);
+      if (u.protocol !== "mysql:" && u.protocol !== "mariadb:") {
+        problems.push(`DATABASE_URL must start with mysql:// (got ${u.protocol}//)`);
+      }
+    } catch {
+      problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:3306/database)");
+    }
+  }
+
+  const docsBaseUrl = (env.DOCS_BASE_URL ?? "https://keyhold.dev/docs").replace(/\/+$/, "");
+  try {
+    const u = new URL(docsBaseUrl);
+    if (u.protocol !== "http:" && u.protocol !== "https:") problems.push("DOCS_BASE_URL must be an http(s) URL");
+  } catch {
+    problems.push(`DOCS_BASE_URL=${JSON.stringify(env.DOCS_BASE_URL)} is not an absolute URL`);
+  }
+
+  const logLevel = (env.LOG_LEVEL ?? "info").toLowerCase();
+  if (!(LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)} is not one of ${LEVELS.join(", ")}`);
+  }
+
+  const encryptionKey = env.KEYHOLD_ENCRYPTION_KEY === "" ? undefined : env.KEYHOLD_ENCRYPTION_KEY;
+  if (encryptionKey !== undefined && Buffer.from(encryptionKey, "base64").length !== 32) {
+    problems.push("KEYHOLD_ENCRYPTION_KEY must be the base64 of exactly 32 bytes (openssl rand -base64 32)");
+  }
+
+  const config: Config = {
+    databaseUrl,
+    host: env.HOST && env.HOST !== "" ? env.HOST : "0.0.0.0",
+    port: int("PORT", 7070, 0, 65535),
+    grpcPort: int("GRPC_PORT", 7071, 0, 65535),
+    docsBaseUrl,
+    logLevel: logLevel as Config["logLevel"],
+    encryptionKey,
+    cacheMaxEntries: int("CACHE_MAX_ENTRIES", 100_000, 1, 100_000_000),
+    cacheMaxBytes: int("CACHE_MAX_BYTES", 256 * 1024 * 1024, 1024, 64 * 1024 ** 3),
+    cacheTtlMs: int("CACHE_TTL_MS", 60_000, 0, 86_400_000),
+    bodyLimitBytes: int("BODY_LIMIT_BYTES", 10 * 1024 * 1024, 1024, 1024 ** 3),
+    shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+  };
+  if (config.port !== 0 && config.port === config.grpcPort) problems.push(`PORT and GRPC_PORT must differ (both ${config.port})`);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,49 @@
+// The Connect and gRPC-Web front door on the HTTP port, and the shared call
+// wrapper that gRPC (grpc-js) uses too: authenticate, run the operation, turn an
+// AppError into the same code the JSON API would send.
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { authenticate } from "../domain/auth/authenticate.js";
+import type { Deps } from "../domain/deps.js";
+import { AppError } from "../domain/errors.js";
+import { newId } from "../domain/ids.js";
+import { toConnectError } from "../errors/catalog.js";
+import type { ServiceEntry } from "../services/types.js";
+
+/** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
+export async function invokeRpc(
+  deps: Deps,
+  docsBase: string,
+  label: string,
+  // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
+  op: (req: any, call: any) => Promise<any>,
+  req: unknown,
+  authorization: string | undefined,
+  requestId: string,
+): Promise<unknown> {
+  try {
+    const principal = await authenticate(deps, authorization);
+    return await op(req, { principal, requestId });
+  } catch (err) {
+    if (err instanceof AppError) throw toConnectError(err, docsBase, requestId);
+    deps.log.error({ err, requestId, rpc: label }, "unexpected error");
+    throw toConnectError(new AppError("err:svc:application:unexpected_error"), docsBase, requestId);
+  }
+}
+
+export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntry[]) {
+  return (router: ConnectRouter): void => {
+    for (const { service, ops } of entries) {
+      const impl: Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>> = {};
+      for (const method of service.methods) {
+        const op = ops[method.localName];
+        if (op === undefined) throw new ConnectError(`no implementation for ${method.name}`, Code.Unimplemented);
+        impl[method.localName] = (req, ctx) => {
+          const requestId = newId("req");
+          ctx.responseHeader.set("x-request-id", requestId);
+          return invokeRpc(deps, docsBase, `${service.typeName}/${method.name}`, op, req, ctx.requestHeader.get("authorization") ?? undefined, requestId);
+        };
+      }
+      router.service(service, impl as never);
+    }
+  };
+}

@@ -1,0 +1,95 @@
+import fs from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import type { Pool } from "mysql2/promise";
+import { Invalidations } from "../cache/invalidation.js";
+import { RecordCache } from "../cache/verification-cache.js";
+import { systemClock, type Clock } from "../domain/clock.js";
+import type { Deps, InvalidationKind, Logger } from "../domain/deps.js";
+import { keyRecordSize, type KeyRecord } from "../domain/keys/record.js";
+import { UsageRecorder } from "../domain/keys/usage.js";
+import { MemoryLimiter } from "../domain/ratelimit/limiter.js";
+import { stateDir } from "../paths.js";
+import { touchKeys } from "../storage/keys.js";
+import type { RootKeyRecord } from "../storage/root-keys.js";
+import { DatabaseVault } from "../storage/vault.js";
+import type { Config } from "./config.js";
+
+/** The key-encryption key: from KEYHOLD_ENCRYPTION_KEY, else kept (mode 0600) under .keyhold/. */
+export function loadEncryptionKey(config: Pick<Config, "encryptionKey">, log: Logger): Buffer {
+  if (config.encryptionKey !== undefined) return Buffer.from(config.encryptionKey, "base64");
+  const file = path.join(stateDir, "encryption.key");
+  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  try {
+    const key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64");
+    if (key.length === 32) return key;
+    throw new Error(`${file} does not hold a base64 32-byte key`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  const key = randomBytes(32);
+  try {
+    fs.writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+    log.warn({ file }, "created a key-encryption key for recoverable keys; set KEYHOLD_ENCRYPTION_KEY in production and back it up");
+    return key;
+  } catch (err) {
+    // Another process created it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64");
+    throw err;
+  }
+}
+
+export interface Runtime {
+  deps: Deps;
+  invalidations: Invalidations;
+  close(): Promise<void>;
+}
+
+export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock): Runtime {
+  const cacheOpts = {
+    maxEntries: config.cacheMaxEntries,
+    maxBytes: config.cacheMaxBytes,
+    ttlMs: config.cacheTtlMs,
+    negativeTtlMs: 2_000,
+  };
+  const keyCache = new RecordCache<KeyRecord>(cacheOpts, keyRecordSize);
+  const rootKeyCache = new RecordCache<RootKeyRecord>({ ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 }, (r) => 200 + r.permissions.join().length);
+  const evict = (kind: InvalidationKind, id: string) => {
+    switch (kind) {
+      case "rootkey":
+        rootKeyCache.delete(id);
+        rootKeyCache.deleteTag(`rootkey:${id}`);
+        break;
+      case "workspace":
+        rootKeyCache.deleteTag(`ws:${id}`);
+        keyCache.deleteTag(`ws:${id}`);
+        break;
+      default:
+        keyCache.deleteTag(`${kind}:${id}`);
+    }
+  };
+  const invalidations = new Invalidations(pool, evict, log);
+  const usage = new UsageRecorder((batch) => touchKeys(pool, batch), (err) => log.warn({ err }, "could not record key usage"));
+  usage.start();
+  const limiter = new MemoryLimiter();
+  const deps: Deps = {
+    pool,
+    clock,
+    log,
+    keyCache,
+    rootKeyCache,
+    limiter,
+    usage,
+    vault: new DatabaseVault(pool, loadEncryptionKey(config, log)),
+    invalidate: (kind, id) => invalidations.publish(kind, id),
+  };
+  return {
+    deps,
+    invalidations,
+    async close() {
+      invalidations.stop();
+      await usage.stop();
+      await limiter.close();
+    },
+  };
+}

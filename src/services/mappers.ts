@@ -1,0 +1,51 @@
+// Domain results to generated message shapes. Optional fields stay unset when
+// empty, so no front door ever sends null or an empty value for them.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { IdentitySchema, KeyCreditsSchema, KeyResponseDataSchema, PaginationSchema } from "../../gen/keyhold/v2/resources_pb.js";
+import type { KeyView } from "../domain/keys/keys.js";
+import { big } from "./convert.js";
+import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
+
+type Init<T extends Parameters<typeof import("@bufbuild/protobuf").create>[0]> = MessageInitShape<T>;
+
+const nonEmpty = <T extends object>(o: T | undefined): T | undefined => (o && Object.keys(o).length > 0 ? o : undefined);
+
+export const toRatelimit = (l: RatelimitConfig) => ({ id: l.id, name: l.name, limit: big(l.limit), duration: big(l.duration), autoApply: l.autoApply });
+
+export function toIdentity(i: IdentityRecord): Init<typeof IdentitySchema> {
+  const meta = nonEmpty(i.meta);
+  return { id: i.id, externalId: i.externalId, ...(meta ? { meta: meta as never } : {}), ratelimits: i.ratelimits.map(toRatelimit) };
+}
+
+export function toCredits(remaining: number | undefined, refill: { amount: number; day: number | undefined } | undefined): Init<typeof KeyCreditsSchema> {
+  return {
+    ...(remaining === undefined ? {} : { remaining: big(remaining) }),
+    ...(refill === undefined
+      ? {}
+      : { refill: { interval: refill.day === undefined ? "daily" : "monthly", amount: big(refill.amount), ...(refill.day === undefined ? {} : { refillDay: refill.day }) } }),
+  };
+}
+
+export function toKeyResponse(k: KeyView): Init<typeof KeyResponseDataSchema> {
+  const meta = nonEmpty(k.meta);
+  return {
+    keyId: k.id,
+    start: k.start,
+    enabled: k.enabled,
+    createdAt: big(k.createdAt),
+    ...(k.name ? { name: k.name } : {}),
+    ...(meta ? { meta: meta as never } : {}),
+    ...(k.updatedAt ? { updatedAt: big(k.updatedAt) } : {}),
+    ...(k.lastUsedAt ? { lastUsedAt: big(k.lastUsedAt) } : {}),
+    ...(k.expires !== undefined ? { expires: big(k.expires) } : {}),
+    permissions: k.permissions,
+    roles: k.roles,
+    ...(k.remaining !== undefined ? { credits: toCredits(k.remaining, k.refill) } : {}),
+    ...(k.identity ? { identity: toIdentity(k.identity) } : {}),
+    ratelimits: k.ratelimits.map(toRatelimit),
+    ...(k.plaintext !== undefined ? { plaintext: k.plaintext } : {}),
+  };
+}
+
+export const toPagination = (cursor: string | undefined): Init<typeof PaginationSchema> =>
+  cursor === undefined ? { hasMore: false } : { hasMore: true, cursor };

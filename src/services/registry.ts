@@ -1,0 +1,20 @@
+import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
+import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";
+import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import type { Deps } from "../domain/deps.js";
+import { apisService } from "./apis.js";
+import { identitiesService } from "./identities.js";
+import { keysService } from "./keys.js";
+import { ratelimitService } from "./ratelimit.js";
+import type { ServiceEntry } from "./types.js";
+
+/** Every service with its implementation: the one list all front doors serve. */
+export function services(deps: Deps): ServiceEntry[] {
+  return [
+    { service: ApisService, ops: apisService(deps) },
+    { service: KeysService, ops: keysService(deps) },
+    { service: IdentitiesService, ops: identitiesService(deps) },
+    { service: RatelimitService, ops: ratelimitService(deps) },
+  ];
+}

@@ -1,0 +1,21 @@
+import type { DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type { Principal } from "../domain/auth/principal.js";
+
+/** What every operation gets besides its request: who calls, and the request id. */
+export interface Call {
+  principal: Principal;
+  requestId: string;
+}
+
+/** One function per RPC of a service, on the generated message types; a missing one fails typecheck. */
+export type Operations<S extends DescService> = {
+  [M in keyof S["method"]]: S["method"][M] extends DescMethodUnary<infer I, infer O>
+    ? (req: MessageShape<I>, call: Call) => Promise<MessageInitShape<O>>
+    : never;
+};
+
+export interface ServiceEntry {
+  service: DescService;
+  // biome-ignore lint/suspicious/noExplicitAny: the registry holds services of different shapes
+  ops: Record<string, (req: any, call: Call) => Promise<any>>;
+}

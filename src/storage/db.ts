@@ -1,0 +1,135 @@
+import fs from "node:fs";
+import path from "node:path";
+import mysql, { type Pool, type PoolOptions } from "mysql2/promise";
+import { migrationsDir, projectDir } from "../paths.js";
+import { startPrivateServer, type PrivateServer } from "./private-server.js";
+
+export interface Database {
+  pool: Pool;
+  /** Where it lives, for logs (never with a password). */
+  description: string;
+  close(): Promise<void>;
+}
+
+export type Log = (line: string) => void;
+
+const DEFAULT_DB = "keyhold";
+
+const common: Partial<PoolOptions> = {
+  waitForConnections: true,
+  connectionLimit: 20,
+  maxIdle: 20,
+  idleTimeout: 60_000,
+  enableKeepAlive: true,
+  supportBigNumbers: true,
+  bigNumberStrings: false,
+  dateStrings: true,
+  charset: "utf8mb4_bin",
+  timezone: "Z",
+};
+
+function quoteIdent(name: string): string {
+  if (!/^[A-Za-z0-9_$-]{1,64}$/.test(name)) throw new Error(`unsupported database name ${JSON.stringify(name)}`);
+  return `\`${name}\``;
+}
+
+/**
+ * Connects to DATABASE_URL, or when it is unset to a private server run from the
+ * binaries on this machine. Creates the database when missing.
+ */
+export async function openDatabase(databaseUrl: string | undefined, log: Log): Promise<Database> {
+  let server: PrivateServer | undefined;
+  let base: PoolOptions;
+  let database: string;
+  let description: string;
+  if (databaseUrl !== undefined) {
+    const u = new URL(databaseUrl);
+    database = decodeURIComponent(u.pathname.replace(/^\//, "")) || DEFAULT_DB;
+    base = {
+      host: u.hostname || "127.0.0.1",
+      port: u.port ? Number(u.port) : 3306,
+      user: decodeURIComponent(u.username) || "root",
+      password: decodeURIComponent(u.password),
+    };
+    const socket = u.searchParams.get("socketPath") ?? u.searchParams.get("socket");
+    if (socket) base.socketPath = socket;
+    description = `mysql://${base.user}@${socket ?? `${base.host}:${base.port}`}/${database}`;
+  } else {
+    server = await startPrivateServer({ projectDir, log });
+    database = DEFAULT_DB;
+    base = { socketPath: server.socketPath, user: "root" };
+    description = `private server (${path.relative(projectDir, server.socketPath) || server.socketPath})/${database}`;
+  }
+  try {
+    const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: 10_000 });
+    try {
+      await admin.query(`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    } finally {
+      await admin.end();
+    }
+  } catch (err) {
+    await server?.stop();
+    throw new Error(`cannot reach the database at ${description}: ${(err as Error).message}`);
+  }
+  const pool = mysql.createPool({ ...common, ...base, database });
+  return {
+    pool,
+    description,
+    async close() {
+      await pool.end().catch(() => undefined);
+      await server?.stop();
+    },
+  };
+}
+
+function pick(o: Partial<PoolOptions>): Partial<PoolOptions> {
+  const { supportBigNumbers, bigNumberStrings, dateStrings, charset, timezone } = o;
+  return { supportBigNumbers, bigNumberStrings, dateStrings, charset, timezone } as Partial<PoolOptions>;
+}
+
+/**
+ * Applies the versioned SQL files in src/storage/migrations in order, each once.
+ * A named lock keeps two processes (server and CLI) from migrating at once.
+ */
+export async function migrate(pool: Pool, log: Log): Promise<string[]> {
+  const conn = await pool.getConnection();
+  const applied: string[] = [];
+  try {
+    const [lockRows] = await conn.query("SELECT GET_LOCK('keyhold_migrations', 120) AS got");
+    if ((lockRows as Array<{ got: number }>)[0]?.got !== 1) throw new Error("timed out waiting for the migration lock");
+    try {
+      await conn.query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(128) NOT NULL PRIMARY KEY, applied_at_m BIGINT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+      );
+      const [rows] = await conn.query("SELECT version FROM schema_migrations");
+      const done = new Set((rows as Array<{ version: string }>).map((r) => r.version));
+      const files = fs.readdirSync(migrationsDir).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+      for (const file of files) {
+        const version = file.replace(/\.sql$/, "");
+        if (done.has(version)) continue;
+        log(`applying migration ${version}`);
+        for (const statement of splitStatements(fs.readFileSync(path.join(migrationsDir, file), "utf8"))) {
+          await conn.query(statement);
+        }
+        await conn.query("INSERT INTO schema_migrations (version, applied_at_m) VALUES (?, ?)", [version, Date.now()]);
+        applied.push(version);
+      }
+    } finally {
+      await conn.query("SELECT RELEASE_LOCK('keyhold_migrations')").catch(() => undefined);
+    }
+  } finally {
+    conn.release();
+  }
+  return applied;
+}
+
+/** Splits a migration file on `;` at line ends, dropping `--` comment lines. */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split("\n")
+    .filter((line) => !line.trim().startsWith("--"))
+    .join("\n")
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}

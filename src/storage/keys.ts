@@ -1,0 +1,276 @@
+import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../domain/keys/record.js";
+import { exec, num, one, optNum, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
+
+const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
+  k.identity_id, k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,
+  k.last_refill_at_m, k.last_used_at_m, k.recoverable, k.created_at_m, k.updated_at_m`;
+
+/** Live keys (not deleted) of live APIs. */
+const LIVE_FROM = "FROM `keys` k JOIN apis a ON a.id = k.api_id AND a.deleted_at_m IS NULL";
+
+export interface NewKeyRow {
+  id: string;
+  keyAuthId: string;
+  apiId: string;
+  workspaceId: string;
+  hash: string;
+  start: string;
+  prefix: string | undefined;
+  byteLength: number;
+  name: string | undefined;
+  identityId: string | undefined;
+  meta: string | undefined;
+  expires: number | undefined;
+  enabled: boolean;
+  remaining: number | undefined;
+  refillAmount: number | undefined;
+  refillDay: number | undefined;
+  recoverable: boolean;
+  now: number;
+}
+
+export async function insertKeyRow(db: Queryable, k: NewKeyRow): Promise<void> {
+  await exec(
+    db,
+    `INSERT INTO \`keys\` (id, key_auth_id, api_id, workspace_id, hash, start, prefix, byte_length, name, identity_id, meta,
+       expires_at_m, enabled, remaining_requests, refill_amount, refill_day, last_refill_at_m, recoverable, created_at_m)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      k.id,
+      k.keyAuthId,
+      k.apiId,
+      k.workspaceId,
+      k.hash,
+      k.start,
+      k.prefix ?? null,
+      k.byteLength,
+      k.name ?? null,
+      k.identityId ?? null,
+      k.meta ?? null,
+      k.expires ?? null,
+      k.enabled,
+      k.remaining ?? null,
+      k.refillAmount ?? null,
+      k.refillDay ?? null,
+      k.now,
+      k.recoverable,
+      k.now,
+    ],
+  );
+}
+
+export async function insertRatelimits(
+  db: Queryable,
+  owner: { workspaceId: string; keyId?: string; identityId?: string },
+  limits: RatelimitConfig[],
+  now: number,
+): Promise<void> {
+  if (limits.length === 0) return;
+  const values = limits.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
+  const params = limits.flatMap((l) => [
+    l.id,
+    owner.workspaceId,
+    l.name,
+    owner.keyId ?? null,
+    owner.identityId ?? null,
+    l.limit,
+    l.duration,
+    l.autoApply,
+    now,
+  ]);
+  await exec(
+    db,
+    `INSERT INTO ratelimits (id, workspace_id, name, key_id, identity_id, \`limit\`, duration, auto_apply, created_at_m) VALUES ${values}`,
+    params,
+  );
+}
+
+function toDetails(r: Row): Omit<KeyDetails, "identity" | "ratelimits" | "permissions" | "roles"> & { identityId: string | undefined } {
+  const metaText = optStr(r.meta);
+  const refillAmount = optNum(r.refill_amount);
+  return {
+    id: String(r.id),
+    hash: String(r.hash),
+    workspaceId: String(r.workspace_id),
+    apiId: String(r.api_id),
+    keyAuthId: String(r.key_auth_id),
+    start: String(r.start),
+    prefix: optStr(r.prefix),
+    byteLength: num(r.byte_length),
+    name: optStr(r.name),
+    identityId: optStr(r.identity_id),
+    meta: metaText === undefined ? undefined : (JSON.parse(metaText) as Record<string, unknown>),
+    metaSize: metaText?.length ?? 0,
+    expires: optNum(r.expires_at_m),
+    enabled: Boolean(r.enabled),
+    remaining: optNum(r.remaining_requests),
+    limitedCredits: r.remaining_requests !== null,
+    refill: refillAmount === undefined ? undefined : { amount: refillAmount, day: optNum(r.refill_day) },
+    lastRefillAt: optNum(r.last_refill_at_m) ?? num(r.created_at_m),
+    lastUsedAt: num(r.last_used_at_m),
+    recoverable: Boolean(r.recoverable),
+    createdAt: num(r.created_at_m),
+    updatedAt: optNum(r.updated_at_m),
+  };
+}
+
+const toLimit = (r: Row): RatelimitConfig => ({
+  id: String(r.id),
+  name: String(r.name),
+  limit: num(r.limit),
+  duration: num(r.duration),
+  autoApply: Boolean(r.auto_apply),
+});
+
+/** Adds roles, permissions (direct and from roles), rate limits and the live identity to key rows. */
+async function withRelations(db: Queryable, base: ReturnType<typeof toDetails>[]): Promise<KeyDetails[]> {
+  if (base.length === 0) return [];
+  const ids = base.map((k) => k.id);
+  const ph = placeholders(ids.length);
+  const identityIds = [...new Set(base.map((k) => k.identityId).filter((x): x is string => x !== undefined))];
+  const [roleRows, directRows, viaRoleRows, limitRows, identityRows, identityLimitRows] = await Promise.all([
+    rows(db, `SELECT kr.key_id, r.name FROM keys_roles kr JOIN roles r ON r.id = kr.role_id WHERE kr.key_id IN (${ph}) ORDER BY r.name`, ids),
+    rows(db, `SELECT kp.key_id, p.slug FROM keys_permissions kp JOIN permissions p ON p.id = kp.permission_id WHERE kp.key_id IN (${ph})`, ids),
+    rows(
+      db,
+      `SELECT kr.key_id, p.slug FROM keys_roles kr JOIN roles_permissions rp ON rp.role_id = kr.role_id
+         JOIN permissions p ON p.id = rp.permission_id WHERE kr.key_id IN (${ph})`,
+      ids,
+    ),
+    rows(db, `SELECT id, key_id, name, \`limit\`, duration, auto_apply FROM ratelimits WHERE key_id IN (${ph}) ORDER BY name`, ids),
+    identityIds.length === 0
+      ? Promise.resolve([] as Row[])
+      : rows(db, `SELECT id, external_id, meta FROM identities WHERE id IN (${placeholders(identityIds.length)}) AND deleted = 0`, identityIds),
+    identityIds.length === 0
+      ? Promise.resolve([] as Row[])
+      : rows(
+          db,
+          `SELECT id, identity_id, name, \`limit\`, duration, auto_apply FROM ratelimits WHERE identity_id IN (${placeholders(identityIds.length)}) ORDER BY name`,
+          identityIds,
+        ),
+  ]);
+  const group = <T>(rs: Row[], col: string, f: (r: Row) => T): Map<string, T[]> => {
+    const m = new Map<string, T[]>();
+    for (const r of rs) {
+      const k = String(r[col]);
+      let list = m.get(k);
+      if (!list) m.set(k, (list = []));
+      list.push(f(r));
+    }
+    return m;
+  };
+  const roles = group(roleRows, "key_id", (r) => String(r.name));
+  const direct = group(directRows, "key_id", (r) => String(r.slug));
+  const viaRoles = group(viaRoleRows, "key_id", (r) => String(r.slug));
+  const limits = group(limitRows, "key_id", toLimit);
+  const identityLimits = group(identityLimitRows, "identity_id", toLimit);
+  const identities = new Map<string, IdentityRecord>();
+  for (const r of identityRows) {
+    const metaText = optStr(r.meta);
+    const meta = metaText === undefined ? undefined : (JSON.parse(metaText) as Record<string, unknown>);
+    identities.set(String(r.id), {
+      id: String(r.id),
+      externalId: String(r.external_id),
+      meta: meta && Object.keys(meta).length > 0 ? meta : undefined,
+      ratelimits: identityLimits.get(String(r.id)) ?? [],
+    });
+  }
+  return base.map(({ identityId, ...k }) => ({
+    ...k,
+    roles: roles.get(k.id) ?? [],
+    permissions: [...new Set([...(direct.get(k.id) ?? []), ...(viaRoles.get(k.id) ?? [])])].sort(),
+    ratelimits: limits.get(k.id) ?? [],
+    identity: identityId === undefined ? undefined : identities.get(identityId),
+  }));
+}
+
+/** A live key of a live API by hash, in any workspace (the caller checks the workspace). */
+export async function findLiveKeyByHash(db: Queryable, hash: string): Promise<KeyDetails | undefined> {
+  const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.hash = ? AND k.deleted_at_m IS NULL`, [hash]);
+  if (!r) return undefined;
+  return (await withRelations(db, [toDetails(r)]))[0];
+}
+
+/** A live key of a live API of this workspace, by id. */
+export async function findLiveKeyById(db: Queryable, workspaceId: string, keyId: string): Promise<KeyDetails | undefined> {
+  const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.id = ? AND k.workspace_id = ? AND k.deleted_at_m IS NULL`, [
+    keyId,
+    workspaceId,
+  ]);
+  if (!r) return undefined;
+  return (await withRelations(db, [toDetails(r)]))[0];
+}
+
+/** One page of an API's live keys in id order: limit+1 rows tell whether more exist. */
+export async function listLiveKeys(
+  db: Queryable,
+  q: { workspaceId: string; keyAuthId: string; limit: number; cursor: string | undefined; identityId: string | undefined },
+): Promise<{ keys: KeyDetails[]; next: string | undefined }> {
+  const where = ["k.key_auth_id = ?", "k.workspace_id = ?", "k.deleted_at_m IS NULL"];
+  const params: (string | number)[] = [q.keyAuthId, q.workspaceId];
+  if (q.cursor !== undefined) {
+    where.push("k.id >= ?");
+    params.push(q.cursor);
+  }
+  if (q.identityId !== undefined) {
+    where.push("k.identity_id = ?");
+    params.push(q.identityId);
+  }
+  // LIMIT as a literal: prepared LIMIT placeholders behave differently across MySQL and MariaDB.
+  const rs = await rows(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE ${where.join(" AND ")} ORDER BY k.id LIMIT ${q.limit + 1}`, params);
+  const page = rs.slice(0, q.limit).map(toDetails);
+  const next = rs.length > q.limit ? String(rs[q.limit]?.id) : undefined;
+  return { keys: await withRelations(db, page), next };
+}
+
+/**
+ * Spends credits atomically: succeeds only when enough remain, so concurrent
+ * verifications can never overspend. LAST_INSERT_ID(expr) hands the new balance
+ * back in the same statement on MySQL and MariaDB alike.
+ */
+export async function spendCredits(db: Queryable, keyId: string, cost: number): Promise<{ ok: boolean; remaining: number | undefined }> {
+  const r = await exec(
+    db,
+    "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?",
+    [cost, keyId, cost],
+  );
+  if (r.affectedRows === 1) return { ok: true, remaining: Number(r.insertId) };
+  const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
+  return { ok: false, remaining: optNum(cur?.remaining_requests) };
+}
+
+/** Current balance (for cost 0 checks). */
+export async function readCredits(db: Queryable, keyId: string): Promise<number | undefined> {
+  const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
+  return optNum(cur?.remaining_requests);
+}
+
+/**
+ * Applies a due refill once: sets the balance to the refill amount (only when it
+ * is below it) and records the time, guarded so that concurrent callers and
+ * repeated calls in the same period do nothing more.
+ */
+export async function applyRefill(db: Queryable, keyId: string, periodStart: number, now: number): Promise<void> {
+  await exec(
+    db,
+    `UPDATE \`keys\` SET remaining_requests = IF(remaining_requests < refill_amount, refill_amount, remaining_requests),
+        last_refill_at_m = ?
+      WHERE id = ? AND refill_amount IS NOT NULL AND remaining_requests IS NOT NULL
+        AND (last_refill_at_m IS NULL OR last_refill_at_m < ?)`,
+    [now, keyId, periodStart],
+  );
+}
+
+/** Writes last-used times in one statement (write-behind from the usage recorder). */
+export async function touchKeys(db: Queryable, used: Map<string, number>): Promise<void> {
+  if (used.size === 0) return;
+  const ids = [...used.keys()];
+  const cases = ids.map(() => "WHEN ? THEN ?").join(" ");
+  const params: (string | number)[] = [];
+  for (const id of ids) params.push(id, used.get(id) ?? 0);
+  await exec(
+    db,
+    `UPDATE \`keys\` SET last_used_at_m = GREATEST(last_used_at_m, CASE id ${cases} ELSE last_used_at_m END) WHERE id IN (${placeholders(ids.length)})`,
+    [...params, ...ids],
+  );
+}

@@ -1,0 +1,83 @@
+// Identity links, permission slugs and role names attached to keys.
+import { newId } from "../domain/ids.js";
+import { exec, isDuplicateKey, one, placeholders, type Queryable, rows } from "./sql.js";
+
+/** The live identity with this externalId, created (no meta, no limits) when missing. */
+export async function upsertIdentity(db: Queryable, workspaceId: string, externalId: string, now: number): Promise<string> {
+  const found = await findLiveIdentityIdByExternalId(db, workspaceId, externalId);
+  if (found) return found;
+  const id = newId("id", now);
+  try {
+    await exec(db, "INSERT INTO identities (id, workspace_id, external_id, meta, deleted, created_at_m) VALUES (?, ?, ?, '{}', 0, ?)", [
+      id,
+      workspaceId,
+      externalId,
+      now,
+    ]);
+    return id;
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    const again = await findLiveIdentityIdByExternalId(db, workspaceId, externalId);
+    if (!again) throw err;
+    return again;
+  }
+}
+
+export async function findLiveIdentityIdByExternalId(db: Queryable, workspaceId: string, externalId: string): Promise<string | undefined> {
+  const r = await one(db, "SELECT id FROM identities WHERE workspace_id = ? AND external_id = ? AND deleted = 0", [workspaceId, externalId]);
+  return r ? String(r.id) : undefined;
+}
+
+/** Ids of these permission slugs, creating the missing ones (name = slug). */
+export async function ensurePermissions(db: Queryable, workspaceId: string, slugs: readonly string[], now: number): Promise<string[]> {
+  const unique = [...new Set(slugs)];
+  if (unique.length === 0) return [];
+  const ph = placeholders(unique.length);
+  const existing = await rows(db, `SELECT id, slug FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);
+  const have = new Set(existing.map((r) => String(r.slug)));
+  const missing = unique.filter((s) => !have.has(s));
+  if (missing.length > 0) {
+    const values = missing.map(() => "(?, ?, ?, ?, ?, ?)").join(", ");
+    await exec(
+      db,
+      `INSERT IGNORE INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES ${values}`,
+      missing.flatMap((slug) => [newId("perm", now), workspaceId, slug, slug, `Auto-created permission: ${slug}`, now]),
+    );
+  }
+  const all = await rows(db, `SELECT id FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);
+  return all.map((r) => String(r.id));
+}
+
+/** Ids of these role names; the first missing name is returned separately. */
+export async function findRoles(
+  db: Queryable,
+  workspaceId: string,
+  names: readonly string[],
+): Promise<{ ids: string[]; missing: string | undefined }> {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return { ids: [], missing: undefined };
+  const found = await rows(db, `SELECT id, name FROM roles WHERE workspace_id = ? AND name IN (${placeholders(unique.length)})`, [
+    workspaceId,
+    ...unique,
+  ]);
+  const byName = new Map(found.map((r) => [String(r.name), String(r.id)]));
+  return { ids: [...byName.values()], missing: unique.find((n) => !byName.has(n)) };
+}
+
+export async function linkPermissions(db: Queryable, workspaceId: string, keyId: string, permissionIds: string[], now: number): Promise<void> {
+  if (permissionIds.length === 0) return;
+  await exec(
+    db,
+    `INSERT IGNORE INTO keys_permissions (key_id, permission_id, workspace_id, created_at_m) VALUES ${permissionIds.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    permissionIds.flatMap((p) => [keyId, p, workspaceId, now]),
+  );
+}
+
+export async function linkRoles(db: Queryable, workspaceId: string, keyId: string, roleIds: string[], now: number): Promise<void> {
+  if (roleIds.length === 0) return;
+  await exec(
+    db,
+    `INSERT IGNORE INTO keys_roles (key_id, role_id, workspace_id, created_at_m) VALUES ${roleIds.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    roleIds.flatMap((r) => [keyId, r, workspaceId, now]),
+  );
+}

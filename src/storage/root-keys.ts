@@ -1,0 +1,70 @@
+import { exec, one, optNum, rows, type Queryable } from "./sql.js";
+
+export interface RootKeyRecord {
+  id: string;
+  workspaceId: string;
+  permissions: string[];
+  enabled: boolean;
+  expiresAt: number | undefined;
+  workspaceEnabled: boolean;
+}
+
+export async function insertRootKey(
+  db: Queryable,
+  r: { id: string; workspaceId: string; hash: string; start: string; name: string | null; permissions: string[]; now: number },
+): Promise<void> {
+  await exec(
+    db,
+    "INSERT INTO root_keys (id, workspace_id, hash, start, name, permissions, enabled, created_at_m) VALUES (?, ?, ?, ?, ?, ?, TRUE, ?)",
+    [r.id, r.workspaceId, r.hash, r.start, r.name, JSON.stringify(r.permissions), r.now],
+  );
+}
+
+/** A live root key by hash, with its workspace's state. */
+export async function findRootKeyByHash(db: Queryable, hash: string): Promise<RootKeyRecord | undefined> {
+  const r = await one(
+    db,
+    `SELECT rk.id, rk.workspace_id, rk.permissions, rk.enabled, rk.expires_at_m, w.enabled AS ws_enabled
+       FROM root_keys rk JOIN workspaces w ON w.id = rk.workspace_id AND w.deleted_at_m IS NULL
+      WHERE rk.hash = ? AND rk.deleted_at_m IS NULL`,
+    [hash],
+  );
+  if (!r) return undefined;
+  return {
+    id: String(r.id),
+    workspaceId: String(r.workspace_id),
+    permissions: JSON.parse(String(r.permissions)) as string[],
+    enabled: Boolean(r.enabled),
+    expiresAt: optNum(r.expires_at_m),
+    workspaceEnabled: Boolean(r.ws_enabled),
+  };
+}
+
+export interface RootKeyListing {
+  keyId: string;
+  start: string;
+  permissions: string[];
+  createdAt: number;
+}
+
+export async function listRootKeys(db: Queryable, workspaceId: string): Promise<RootKeyListing[]> {
+  const rs = await rows(
+    db,
+    "SELECT id, start, permissions, created_at_m FROM root_keys WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id",
+    [workspaceId],
+  );
+  return rs.map((r) => ({
+    keyId: String(r.id),
+    start: String(r.start),
+    permissions: JSON.parse(String(r.permissions)) as string[],
+    createdAt: Number(r.created_at_m),
+  }));
+}
+
+/** Soft-deletes a root key; returns its hash (for cache invalidation) or undefined when not live. */
+export async function revokeRootKey(db: Queryable, keyId: string, now: number): Promise<string | undefined> {
+  const r = await one(db, "SELECT hash FROM root_keys WHERE id = ? AND deleted_at_m IS NULL", [keyId]);
+  if (!r) return undefined;
+  await exec(db, "UPDATE root_keys SET deleted_at_m = ? WHERE id = ? AND deleted_at_m IS NULL", [now, keyId]);
+  return String(r.hash);
+}
