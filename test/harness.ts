@@ -1,0 +1,146 @@
+// Shared test set-up: a fresh database per test file (built by the production
+// migrations), the real server (JSON via Fastify's inject, gRPC on a free port),
+// and seed helpers. No mocks: everything runs against the real database server.
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import mysql from "mysql2/promise";
+import { afterAll, beforeAll, inject } from "vitest";
+import { generateRootKey } from "../src/domain/auth/root-key.js";
+import type { Deps } from "../src/domain/deps.js";
+import { hashKey } from "../src/domain/keys/generate.js";
+import { newId } from "../src/domain/ids.js";
+import { buildServer } from "../src/server/bootstrap.js";
+import { loadConfig, type Config } from "../src/server/config.js";
+import { buildDeps, type Runtime } from "../src/server/deps.js";
+import { startGrpcServer, type GrpcServer } from "../src/grpc/server.js";
+import { services } from "../src/services/registry.js";
+import { type Database, migrate, openDatabase } from "../src/storage/db.js";
+import { insertRootKey } from "../src/storage/root-keys.js";
+import { ensureWorkspace } from "../src/storage/workspaces.js";
+
+export const DOCS = "https://docs.test.keyhold";
+
+export interface Res {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  // biome-ignore lint/suspicious/noExplicitAny: JSON bodies are checked by assertions
+  body: any;
+  text: string;
+}
+
+export interface Harness {
+  app: FastifyInstance;
+  deps: Deps;
+  db: Database;
+  runtime: Runtime;
+  config: Config;
+  workspaceId: string;
+  docsBase: string;
+  /** POST a JSON body (or raw string) with an optional root key. */
+  post(path: string, body: unknown, rootKey?: string, headers?: Record<string, string>): Promise<Res>;
+  /** A root key with exactly these permissions, in this file's workspace (or another). */
+  rootKey(permissions: string[], workspace?: string): Promise<string>;
+  /** Starts the gRPC server on a free port (once) and returns the port. */
+  grpcPort(): Promise<number>;
+  /** Counts the SQL statements the pool runs while fn runs. */
+  countQueries(fn: () => Promise<void>): Promise<number>;
+}
+
+export function useHarness(): Harness {
+  const h = {} as Harness;
+  let dbName = "";
+  let grpc: GrpcServer | undefined;
+  let queries = 0;
+  let counting = false;
+
+  beforeAll(async () => {
+    const server = inject("mysqlServer");
+    dbName = `keyhold_t_${randomBytes(5).toString("hex")}`;
+    const u = new URL(server);
+    u.pathname = `/${dbName}`;
+    const config = { ...loadConfig({ LOG_LEVEL: "silent", DOCS_BASE_URL: DOCS }), databaseUrl: u.toString() };
+    const log = () => undefined;
+    const db = await openDatabase(config.databaseUrl, log);
+    await migrate(db.pool, log);
+    // Count statements for the cache tests.
+    const origExecute = db.pool.execute.bind(db.pool);
+    const origQuery = db.pool.query.bind(db.pool);
+    const origGet = db.pool.getConnection.bind(db.pool);
+    (db.pool as { execute: unknown }).execute = (...args: unknown[]) => {
+      if (counting) queries++;
+      return (origExecute as (...a: unknown[]) => unknown)(...args);
+    };
+    (db.pool as { query: unknown }).query = (...args: unknown[]) => {
+      if (counting) queries++;
+      return (origQuery as (...a: unknown[]) => unknown)(...args);
+    };
+    (db.pool as { getConnection: unknown }).getConnection = async () => {
+      if (counting) queries++;
+      return origGet();
+    };
+    const runtime = buildDeps(config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
+    const app = await buildServer({ config, deps: runtime.deps, services: services(runtime.deps) });
+    await app.ready();
+    const ws = await ensureWorkspace(db.pool, `test_${dbName}`, Date.now());
+    Object.assign(h, { app, deps: runtime.deps, db, runtime, config, workspaceId: ws.id, docsBase: DOCS });
+  });
+
+  afterAll(async () => {
+    await grpc?.close(1000);
+    await h.app?.close();
+    await h.runtime?.close();
+    if (h.db) {
+      await h.db.pool.query(`DROP DATABASE IF EXISTS \`${dbName}\``).catch(() => undefined);
+      await h.db.close();
+    }
+  });
+
+  h.post = async (path, body, rootKey, headers = {}) => {
+    const res = await h.app.inject({
+      method: "POST",
+      url: path,
+      headers: {
+        "content-type": "application/json",
+        ...(rootKey === undefined ? {} : { authorization: `Bearer ${rootKey}` }),
+        ...headers,
+      },
+      payload: typeof body === "string" ? body : JSON.stringify(body),
+    });
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(res.body);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed, text: res.body };
+  };
+
+  h.rootKey = async (permissions, workspace) => {
+    const now = Date.now();
+    const wsId = workspace === undefined ? h.workspaceId : (await ensureWorkspace(h.db.pool, workspace, now)).id;
+    const key = generateRootKey();
+    await insertRootKey(h.db.pool, { id: newId("key", now), workspaceId: wsId, hash: hashKey(key), start: key.slice(0, 8), name: null, permissions, now });
+    return key;
+  };
+
+  h.grpcPort = async () => {
+    if (!grpc) grpc = await startGrpcServer(h.deps, DOCS, services(h.deps), "127.0.0.1", 0);
+    return grpc.port;
+  };
+
+  h.countQueries = async (fn) => {
+    queries = 0;
+    counting = true;
+    try {
+      await fn();
+    } finally {
+      counting = false;
+    }
+    return queries;
+  };
+
+  return h;
+}
+
+/** mysql2 is imported for its types in helpers that open side connections. */
+export type { mysql };
