@@ -11,6 +11,9 @@ import type { FieldError } from "../domain/errors.js";
 /** Fields whose JSON null means "unset" (an unlimited credit balance). */
 const NULL_MEANS_UNSET = new Set(["keyhold.v2.KeyCredits.remaining", "keyhold.v2.UpdateCreditsRequest.value"]);
 
+/** Fields whose JSON null stands for another value (updateKey `credits: null` = unlimited, refill cleared). */
+const NULL_MEANS: Record<string, unknown> = { "keyhold.v2.UpdateKeyRequest.credits": { remaining: {} } };
+
 const INTEGER_TYPES = new Set([
   ScalarType.INT32,
   ScalarType.INT64,
@@ -101,6 +104,7 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
   const fq = `${field.parent.typeName}.${field.name}`;
   if (value === null) {
     if (NULL_MEANS_UNSET.has(fq)) return undefined;
+    if (fq in NULL_MEANS) return NULL_MEANS[fq];
     if (field.fieldKind === "message" && isNullableWrapper(field.message)) return {};
     errors.push({ location: `body.${name}`, message: `${name} must not be null.`, fix: `Omit ${name} or send a value.` });
     return undefined;

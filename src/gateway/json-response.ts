@@ -21,7 +21,7 @@ function clean(desc: DescMessage, obj: JsonObj): void {
   if (desc.typeName === "keyhold.v2.KeyCredits" && !("remaining" in obj)) obj.remaining = null;
   for (const field of desc.fields) {
     const v = obj[field.jsonName];
-    if (v === undefined) continue;
+    if (v === undefined || v === null) continue;
     if (isInt64(field)) {
       obj[field.jsonName] = Array.isArray(v) ? v.map((x) => Number(x)) : Number(v);
       continue;

@@ -1,13 +1,11 @@
 import type { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
 import { createKey, deleteKey, getKey, listKeys, whoami } from "../domain/keys/keys.js";
 import { verifyKey } from "../domain/keys/verify.js";
+import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
-import { toIdentity, toKeyResponse, toPagination } from "./mappers.js";
+import { toCredits, toIdentity, toKeyResponse, toPagination } from "./mappers.js";
 import type { Operations } from "./types.js";
-
-const notYet = (op: string) => new AppError("err:svc:application:precondition_failed", `keys.${op} is not available yet.`);
 
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {
@@ -63,19 +61,45 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
     },
     getKey: async (req, { principal }) => ({ key: toKeyResponse(await getKey(deps, principal, req)) }),
     whoami: async (req, { principal }) => ({ key: toKeyResponse(await whoami(deps, principal, req)) }),
-    async updateKey() {
-      throw notYet("updateKey");
+    async updateKey(req, { principal }) {
+      const refill = req.credits?.refill;
+      await updateKey(deps, principal, {
+        keyId: req.keyId,
+        name: req.name,
+        externalId: req.externalId,
+        meta: req.meta,
+        expires: req.expires === undefined ? undefined : { value: optNum(req.expires.value) },
+        credits:
+          req.credits === undefined
+            ? undefined
+            : {
+                remaining: req.credits.remaining === undefined ? undefined : { value: optNum(req.credits.remaining.value) },
+                refill:
+                  refill === undefined
+                    ? undefined
+                    : {
+                        value:
+                          refill.value === undefined
+                            ? undefined
+                            : { interval: refill.value.interval, amount: num(refill.value.amount), refillDay: refill.value.refillDay },
+                      },
+              },
+        ratelimits: req.setRatelimits ? ratelimitsIn(req.ratelimits) : undefined,
+        enabled: req.enabled,
+        roles: req.setRoles ? req.roles : undefined,
+        permissions: req.setPermissions ? req.permissions : undefined,
+      });
+      return {};
     },
-    async updateCredits() {
-      throw notYet("updateCredits");
+    async updateCredits(req, { principal }) {
+      const out = await updateCredits(deps, principal, { keyId: req.keyId, operation: req.operation, value: optNum(req.value) });
+      return { credits: toCredits(out.remaining, out.refill) };
     },
     async deleteKey(req, { principal }) {
       await deleteKey(deps, principal, req);
       return {};
     },
-    async rerollKey() {
-      throw notYet("rerollKey");
-    },
+    rerollKey: (req, { principal }) => rerollKey(deps, principal, { keyId: req.keyId, expiration: num(req.expiration) }),
     async listKeys(req, { principal }) {
       const page = await listKeys(deps, principal, req);
       return { keys: page.keys.map(toKeyResponse), pagination: toPagination(page.cursor) };

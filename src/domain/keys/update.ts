@@ -1,0 +1,213 @@
+// keys.updateKey, keys.updateCredits and keys.rerollKey. Each change evicts the
+// key from the verification cache before answering, so the next verification
+// on this instance sees it (contract decision 12).
+import { findLiveKeyById, insertKeyRow } from "../../storage/keys.js";
+import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, replaceRatelimits, updateKeyColumns } from "../../storage/key-updates.js";
+import { insertEncryptedKey } from "../../storage/key-admin.js";
+import { ensurePermissions, findRoles, linkPermissions, linkRoles, upsertIdentity } from "../../storage/relations.js";
+import { one, transaction } from "../../storage/sql.js";
+import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { invalidField } from "../errors.js";
+import { newId } from "../ids.js";
+import { MAX_EXPIRES, MAX_SAFE, limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import { generateKey, hashKey } from "./generate.js";
+import {
+  type RatelimitInput,
+  type RefillInput,
+  validateExternalId,
+  validateKeyId,
+  validateMeta,
+  validatePermissions,
+  validateRatelimits,
+  validateRefill,
+  validateRoles,
+} from "./input.js";
+import { keyNotFound, roleNotFound } from "./keys.js";
+import type { Refill } from "./record.js";
+
+/** A field that may be left alone (undefined), cleared ({}), or set ({value}). */
+export interface Nullable<T> {
+  value?: T | undefined;
+}
+
+export interface UpdateKeyInput {
+  keyId: string;
+  name?: Nullable<string> | undefined;
+  externalId?: Nullable<string> | undefined;
+  meta?: Nullable<Record<string, unknown>> | undefined;
+  expires?: Nullable<number> | undefined;
+  credits?: { remaining?: Nullable<number> | undefined; refill?: Nullable<RefillInput> | undefined } | undefined;
+  ratelimits?: RatelimitInput[] | undefined;
+  enabled?: boolean | undefined;
+  roles?: string[] | undefined;
+  permissions?: string[] | undefined;
+}
+
+export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput): Promise<void> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.string("name", input.name?.value, limits.keyName);
+  validateExternalId(v, "externalId", input.externalId?.value);
+  const metaText = validateMeta(v, "meta", input.meta?.value);
+  v.number("expires", input.expires?.value, limits.expires);
+  const remaining = input.credits?.remaining;
+  if (remaining?.value !== undefined) v.number("credits.remaining", remaining.value, { min: 0, max: MAX_SAFE });
+  let refill: Refill | undefined;
+  if (input.credits?.refill?.value !== undefined) {
+    refill = validateRefill(v, "credits.refill", input.credits.refill.value, { dailyDayIsError: true });
+  }
+  const ratelimits = input.ratelimits === undefined ? undefined : validateRatelimits(v, "ratelimits", input.ratelimits, now);
+  if (input.roles !== undefined) validateRoles(v, "roles", input.roles);
+  if (input.permissions !== undefined) validatePermissions(v, "permissions", input.permissions);
+  v.done();
+
+  const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
+  if (!key) throw keyNotFound();
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+
+  // What the credits become, to refuse a refill on an unlimited key.
+  const clearsBalance = remaining !== undefined && remaining.value === undefined;
+  const balanceAfter = remaining === undefined ? key.remaining : remaining.value;
+  if (refill !== undefined && (clearsBalance || balanceAfter === undefined)) {
+    throw invalidField("credits.remaining", "`credits.remaining` must be provided when `credits.refill` is set.");
+  }
+
+  await transaction(deps.pool, async (conn) => {
+    // Lock the key row so concurrent updates apply one after the other.
+    await one(conn, "SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [key.id]);
+    const cols: Record<string, string | number | boolean | null> = {};
+    if (input.name !== undefined) cols.name = input.name.value ?? null;
+    if (input.meta !== undefined) cols.meta = input.meta.value === undefined ? null : (metaText ?? null);
+    if (input.expires !== undefined) cols.expires_at_m = input.expires.value ?? null;
+    if (input.enabled !== undefined) cols.enabled = input.enabled;
+    if (input.externalId !== undefined) {
+      cols.identity_id = input.externalId.value === undefined ? null : await upsertIdentity(conn, p.workspaceId, input.externalId.value, now);
+    }
+    if (remaining !== undefined) {
+      cols.remaining_requests = remaining.value ?? null;
+      // Unlimited credits have nothing to refill.
+      if (remaining.value === undefined) {
+        cols.refill_amount = null;
+        cols.refill_day = null;
+      }
+    }
+    const refillChange = input.credits?.refill;
+    if (refillChange !== undefined && !clearsBalance) {
+      cols.refill_amount = refill?.amount ?? null;
+      cols.refill_day = refill?.day ?? null;
+      if (refill !== undefined) cols.last_refill_at_m = now;
+    }
+    await updateKeyColumns(conn, key.id, cols, now);
+    if (ratelimits !== undefined) await replaceRatelimits(conn, { workspaceId: p.workspaceId, keyId: key.id }, ratelimits, now);
+    if (input.permissions !== undefined) {
+      await clearKeyPermissions(conn, key.id);
+      await linkPermissions(conn, p.workspaceId, key.id, await ensurePermissions(conn, p.workspaceId, input.permissions, now), now);
+    }
+    if (input.roles !== undefined) {
+      const roles = await findRoles(conn, p.workspaceId, input.roles);
+      if (roles.missing !== undefined) throw roleNotFound(roles.missing);
+      await clearKeyRoles(conn, key.id);
+      await linkRoles(conn, p.workspaceId, key.id, roles.ids, now);
+    }
+  });
+  await deps.invalidate("key", key.id);
+}
+
+export interface UpdateCreditsInput {
+  keyId: string;
+  operation: string;
+  value?: number | undefined;
+}
+
+export async function updateCredits(
+  deps: Deps,
+  p: Principal,
+  input: UpdateCreditsInput,
+): Promise<{ remaining: number | undefined; refill: Refill | undefined }> {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  if (!["set", "increment", "decrement"].includes(input.operation)) {
+    v.add("operation", `operation must be "set", "increment" or "decrement" (got ${JSON.stringify(input.operation)}).`);
+  }
+  v.number("value", input.value, { min: 0, max: MAX_SAFE });
+  v.done();
+  if (input.operation !== "set" && input.value === undefined) {
+    throw invalidField("value", "When specifying an increment or decrement operation, a value must be provided.");
+  }
+  const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
+  if (!key) throw keyNotFound();
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  const now = deps.clock.now();
+  let result: { remaining: number | undefined; refill: Refill | undefined };
+  if (input.operation === "set") {
+    if (input.value === undefined) {
+      // Unlimited: the refill goes too.
+      await updateKeyColumns(deps.pool, key.id, { remaining_requests: null, refill_amount: null, refill_day: null }, now);
+      result = { remaining: undefined, refill: undefined };
+    } else {
+      await updateKeyColumns(deps.pool, key.id, { remaining_requests: input.value }, now);
+      result = { remaining: input.value, refill: key.refill };
+    }
+  } else {
+    const changed = await changeCredits(deps.pool, key.id, input.operation as "increment" | "decrement", input.value as number, MAX_SAFE);
+    if (!changed.found) throw invalidField("operation", "You cannot increment or decrement a key with unlimited credits.");
+    await updateKeyColumns(deps.pool, key.id, {}, now);
+    result = { remaining: changed.remaining, refill: key.refill };
+  }
+  await deps.invalidate("key", key.id);
+  return result;
+}
+
+export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string; expiration: number }): Promise<{ keyId: string; key: string }> {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.number("expiration", input.expiration, { min: 0, max: MAX_EXPIRES });
+  v.done();
+  const old = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
+  if (!old) throw keyNotFound();
+  requireAny(p, apiPermission(old.apiId, "create_key"));
+  if (old.recoverable) requireAny(p, apiPermission(old.apiId, "encrypt_key"));
+  const now = deps.clock.now();
+  const { key, start } = generateKey(old.prefix, old.byteLength);
+  const encrypted = old.recoverable ? await deps.vault.encrypt(p.workspaceId, key) : undefined;
+  const keyId = newId("key", now);
+  const graceEnds = now + input.expiration;
+  await transaction(deps.pool, async (conn) => {
+    await insertKeyRow(conn, {
+      id: keyId,
+      keyAuthId: old.keyAuthId,
+      apiId: old.apiId,
+      workspaceId: p.workspaceId,
+      hash: hashKey(key),
+      start,
+      prefix: old.prefix,
+      byteLength: old.byteLength,
+      name: old.name,
+      identityId: old.identity?.id ?? (await identityIdOf(conn, old.id)),
+      meta: old.meta === undefined ? undefined : JSON.stringify(old.meta),
+      expires: old.expires,
+      enabled: old.enabled,
+      remaining: old.remaining,
+      refillAmount: old.refill?.amount,
+      refillDay: old.refill?.day,
+      recoverable: old.recoverable,
+      now,
+    });
+    await copyKeyRelations(conn, old.id, keyId, p.workspaceId, now);
+    if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
+    // The old key keeps working until the grace period ends (never longer than it would have).
+    await updateKeyColumns(conn, old.id, { expires_at_m: old.expires === undefined ? graceEnds : Math.min(old.expires, graceEnds) }, now);
+  });
+  await deps.invalidate("key", old.id);
+  return { keyId, key };
+}
+
+/** The raw identity link (kept even when the identity itself was deleted). */
+async function identityIdOf(conn: Parameters<typeof one>[0], keyId: string): Promise<string | undefined> {
+  const r = await one(conn, "SELECT identity_id FROM `keys` WHERE id = ?", [keyId]);
+  return r?.identity_id === null || r?.identity_id === undefined ? undefined : String(r.identity_id);
+}
+
