@@ -7,7 +7,7 @@ import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { hashKey } from "../keys/generate.js";
 import type { Principal } from "./principal.js";
-import { isWellFormedRootKey } from "./root-key.js";
+import { hasRootKeyShape, isWellFormedRootKey } from "./root-key.js";
 
 const BEARER = "Bearer ";
 
@@ -15,10 +15,12 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (header === undefined) throw new AppError("err:svc:authentication:missing");
   if (!header.startsWith(BEARER)) throw new AppError("err:svc:authentication:malformed");
   const token = header.slice(BEARER.length);
-  if (!isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
+  if (!hasRootKeyShape(token)) throw new AppError("err:svc:authentication:malformed");
 
   const hash = hashKey(token);
   let record = deps.rootKeyCache.get(hash);
+  // Only tokens that passed the checksum are ever cached (hit or miss): check the rest in full.
+  if (record === undefined && !isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
   if (record === undefined) {
     const generation = deps.rootKeyCache.generation;
     const found = await findRootKeyByHash(deps.pool, hash);

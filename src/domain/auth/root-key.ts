@@ -20,6 +20,9 @@ export function generateRootKey(): string {
   return `${ROOT_KEY_PREFIX}_${bs58.encode(bytes).padStart(WIDTH, "1")}`;
 }
 
+/** The cheap part of the check: prefix, alphabet and length. */
+export const hasRootKeyShape = (key: string): boolean => SHAPE.test(key);
+
 /** True when the string has a root key's exact shape and its checksum holds. */
 export function isWellFormedRootKey(key: string): boolean {
   if (!SHAPE.test(key)) return false;

@@ -1,0 +1,202 @@
+// npm run bench: measures keyhold against baselines run on this machine in the
+// same run, and prints each figure as a ratio to its baseline:
+//   A  a bare Fastify JSON route            (for the JSON endpoints)
+//   B  a bare @grpc/grpc-js unary handler   (for verifyKey over gRPC)
+// The server under test and the load generator are separate processes, pinned to
+// different cores when `taskset` exists. Writes bench/results.json.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
+const root = path.resolve(here, "..", "..");
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const hasTaskset = (() => {
+  try {
+    execFileSync("taskset", ["-c", "0", "true"]);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args]);
+const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function startProcess(script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+  const [cmd, args] = pinned(0, process.execPath, [script]);
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split("\n").find((l) => l.startsWith("{"));
+      if (line) resolve({ child, port: JSON.parse(line).port });
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+interface Figure {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx?: number;
+  ok?: number;
+}
+
+function autocannon(url: string, body: string, auth: string | undefined, seconds: number, connections = CONNECTIONS): Figure {
+  const args = [path.join(root, "node_modules", "autocannon", "autocannon.js"), "-c", String(connections), "-d", String(seconds), "-m", "POST", "-H", "content-type=application/json", "-b", body, "-j"];
+  if (auth) args.push("-H", `authorization=${auth}`);
+  args.push(url);
+  const [cmd, a] = pinned(1, process.execPath, args);
+  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
+  return { rps: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.errors, non2xx: out.non2xx, ok: out["2xx"] };
+}
+
+function grpcLoad(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
+  const script = path.join(here, "grpc-load.js");
+  const [cmd, a] = pinned(1, process.execPath, [script, `127.0.0.1:${port}`, rpcPath, Buffer.from(body).toString("base64"), auth ?? "-", String(CONNECTIONS), String(seconds), "2"]);
+  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString());
+  return { rps: out.rps, p50: out.p50, p99: out.p99, errors: out.errors };
+}
+
+async function startKeyhold(): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
+  const port = await freePort();
+  const grpcPort = await freePort();
+  const [cmd, args] = pinned(0, process.execPath, [path.join(root, "dist", "src", "main.js")]);
+  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 240; i++) {
+    try {
+      if ((await fetch(`${base}/v2/liveness`)).ok) return { child, base, grpcPort };
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("keyhold did not start");
+}
+
+async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  const json = (await res.json()) as { data: Record<string, unknown> };
+  if (res.status !== 200) throw new Error(`${op}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function main() {
+  log(`${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", server on CPU 0 and load on CPU 1" : ""}`);
+  const results: Record<string, Figure & { ratio?: number; baseline?: string }> = {};
+
+  log("baseline A: bare Fastify JSON route");
+  const a = await startProcess(path.join(here, "baseline-http.js"));
+  autocannon(`http://127.0.0.1:${a.port}/v2/baseline`, "{}", undefined, 2);
+  results.baselineA = autocannon(`http://127.0.0.1:${a.port}/v2/baseline`, "{}", undefined, SECONDS);
+  await stop(a.child);
+
+  log("baseline B: bare grpc-js unary handler");
+  const b = await startProcess(path.join(here, "baseline-grpc.js"));
+  const sample = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: "sk_xxxxxxxxxxxxxxxxxxxxxx" }));
+  results.baselineB = grpcLoad(b.port, "/bench.Baseline/Ping", sample, undefined, SECONDS);
+  await stop(b.child);
+
+  log("keyhold: starting");
+  const k = await startKeyhold();
+  try {
+    const cli = JSON.parse(
+      execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "inherit"],
+      }).toString(),
+    ) as { rootKey: string };
+    const rk = cli.rootKey;
+    const apiId = (await post(k.base, "apis.createApi", { name: "bench" }, rk)).apiId as string;
+    const hot = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: 1_000_000_000, duration: 60_000 }] }, rk)).key as string;
+    const INITIAL = 1_000_000_000;
+    const credited = await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk);
+    const verifyBody = JSON.stringify({ key: hot });
+    const auth = `Bearer ${rk}`;
+
+    log("keyhold: verifyKey over JSON, hot key with one rate limit");
+    autocannon(`${k.base}/v2/keys.verifyKey`, verifyBody, auth, 2);
+    results.verifyJson = autocannon(`${k.base}/v2/keys.verifyKey`, verifyBody, auth, SECONDS);
+
+    log("keyhold: verifyKey over gRPC");
+    const grpcBody = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: hot }));
+    results.verifyGrpc = grpcLoad(k.grpcPort, "/keyhold.v2.KeysService/VerifyKey", grpcBody, auth, SECONDS);
+
+    log("keyhold: verifyKey on a key with credits");
+    const creditsUrl = `${k.base}/v2/keys.verifyKey`;
+    const creditBody = JSON.stringify({ key: credited.key });
+    const warm = autocannon(creditsUrl, creditBody, auth, 2);
+    results.verifyCredits = autocannon(creditsUrl, creditBody, auth, SECONDS);
+    const after = await post(k.base, "keys.getKey", { keyId: credited.keyId }, rk);
+    const remaining = (after.credits as { remaining: number }).remaining;
+    // Every 2xx answer was VALID and spent one credit; nothing more, nothing less.
+    const answered = (warm.ok ?? 0) + (results.verifyCredits.ok ?? 0);
+    const creditsExact = { remaining, spent: INITIAL - remaining, answered, exact: INITIAL - remaining === answered };
+
+    log("keyhold: createKey");
+    results.createKey = autocannon(`${k.base}/v2/keys.createKey`, JSON.stringify({ apiId, prefix: "bench" }), auth, SECONDS);
+
+    const A = results.baselineA.rps;
+    const B = results.baselineB.rps;
+    for (const [name, base, ref] of [
+      ["verifyJson", A, "baselineA"],
+      ["verifyCredits", A, "baselineA"],
+      ["createKey", A, "baselineA"],
+      ["verifyGrpc", B, "baselineB"],
+    ] as const) {
+      const r = results[name];
+      if (r) Object.assign(r, { ratio: r.rps / base, baseline: ref });
+    }
+    const targets = {
+      verifyJson: { ratio: ">= 0.50", p99: "< 10 ms", met: (results.verifyJson?.ratio ?? 0) >= 0.5 && (results.verifyJson?.p99 ?? 99) < 10 },
+      verifyGrpc: { ratio: ">= 0.50", met: (results.verifyGrpc?.ratio ?? 0) >= 0.5 },
+      verifyCredits: { ratio: ">= 0.25", met: (results.verifyCredits?.ratio ?? 0) >= 0.25 },
+      createKey: { keysPerSecond: ">= 1000", met: (results.createKey?.rps ?? 0) >= 1000 },
+    };
+    const report = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, pinned: hasTaskset, results, creditsExact, targets };
+    fs.mkdirSync(path.join(root, "bench"), { recursive: true });
+    fs.writeFileSync(path.join(root, "bench", "results.json"), `${JSON.stringify(report, null, 2)}\n`);
+
+    const row = (name: string, f: Figure & { ratio?: number; baseline?: string }) =>
+      `${name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s  p50 ${String(f.p50).padStart(5)} ms  p99 ${String(f.p99).padStart(5)} ms` +
+      (f.ratio !== undefined ? `  ${(f.ratio * 100).toFixed(0).padStart(4)}% of ${f.baseline}` : "") +
+      (f.errors || f.non2xx ? `  (errors ${f.errors}, non-2xx ${f.non2xx ?? 0})` : "");
+    console.log("");
+    for (const [name, f] of Object.entries(results)) console.log(row(name, f));
+    console.log(`credits: ${creditsExact.spent} spent for ${creditsExact.answered} answered verifications: ${creditsExact.exact ? "exact" : "NOT EXACT"}`);
+    console.log(`targets: ${Object.entries(targets).map(([n, t]) => `${n} ${t.met ? "met" : "MISSED"}`).join(", ")}`);
+    console.log("written to bench/results.json");
+  } finally {
+    await stop(k.child);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

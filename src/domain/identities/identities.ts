@@ -1,0 +1,196 @@
+// identities.createIdentity, getIdentity, listIdentities, updateIdentity,
+// deleteIdentity (CONTRACT §3.3, §9). Every operation but create and list
+// addresses the identity by id or externalId, among live identities only.
+// Identity rate limits are enforced by keys.verifyKey across all the identity's
+// keys; every change here evicts those keys' cached records at once.
+import {
+  DuplicateExternalId,
+  findLiveIdentity,
+  type IdentityRow,
+  insertIdentity,
+  listLiveIdentities,
+  replaceIdentityRatelimits,
+  softDeleteIdentity,
+  touchIdentity,
+  updateIdentityMeta,
+} from "../../storage/identities.js";
+import { insertRatelimits } from "../../storage/keys.js";
+import { transaction } from "../../storage/sql.js";
+import { type Principal, requireAny } from "../auth/principal.js";
+import { grantCovers } from "../auth/wildcard.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { MAX_SAFE, limits } from "../limits.js";
+import { type RatelimitInput, validateExternalId, validateMeta, validateRatelimits } from "../keys/input.js";
+import type { RatelimitConfig } from "../keys/record.js";
+import { Validator } from "../validate.js";
+
+export type { IdentityRow };
+
+export const identityNotFound = (): AppError => new AppError("err:svc:data:identity_not_found");
+
+/** `identity.*.<action>` or `identity.<identityId>.<action>`. */
+export const identityPermission = (identityId: string, action: string): string[] => [`identity.*.${action}`, `identity.${identityId}.${action}`];
+
+/**
+ * Whether some grant could allow `action` on some identity. A key without one
+ * gets its 403 before any lookup, so it cannot probe which identities exist; a
+ * key with one is checked exactly once the identity's id is known.
+ */
+function requireSomeIdentityGrant(p: Principal, action: string): void {
+  const some = p.permissions.some(
+    (g) => grantCovers(g, `identity.\u0000.${action}`) || (g.startsWith("identity.") && (g.endsWith(`.${action}`) || g.endsWith("*"))),
+  );
+  if (some) return;
+  throw new AppError(
+    "err:svc:authorization:insufficient_permissions",
+    `Missing one of these permissions: 'identity.*.${action}' or 'identity.<identityId>.${action}'`,
+  );
+}
+
+/** Looks the identity up after the grant pre-check, then checks the grant on its id. */
+async function authorisedIdentity(deps: Deps, p: Principal, ref: string, action: string): Promise<IdentityRow> {
+  requireSomeIdentityGrant(p, action);
+  const identity = await findLiveIdentity(deps.pool, p.workspaceId, ref);
+  if (identity === undefined) throw identityNotFound();
+  requireAny(p, identityPermission(identity.id, action));
+  return identity;
+}
+
+function validateIdentityRef(v: Validator, ref: string): void {
+  v.required("identity", ref, { min: 1 });
+}
+
+/** validateRatelimits plus the upper bounds a gRPC int64 could exceed. */
+function validateIdentityRatelimits(v: Validator, list: readonly RatelimitInput[], now: number): RatelimitConfig[] {
+  const configs = validateRatelimits(v, "ratelimits", list, now);
+  if (list.length <= limits.ratelimits.maxItems) {
+    // The database compares names without trailing spaces: 'a' and 'a ' would collide there.
+    const padded = new Map<string, string>();
+    list.forEach((r, i) => {
+      const base = r.name.replace(/ +$/, "");
+      const other = padded.get(base);
+      if (other !== undefined && other !== r.name) {
+        v.add(`ratelimits[${i}].name`, `Ratelimit with name '${r.name}' is already defined in the request (as '${other}').`);
+      }
+      padded.set(base, r.name);
+      if (r.limit > MAX_SAFE) v.add(`ratelimits[${i}].limit`, `ratelimits[${i}].limit must be at most ${MAX_SAFE} (got ${r.limit}).`);
+      if (r.duration > MAX_SAFE) v.add(`ratelimits[${i}].duration`, `ratelimits[${i}].duration must be at most ${MAX_SAFE} (got ${r.duration}).`);
+    });
+  }
+  return configs;
+}
+
+export interface CreateIdentityInput {
+  externalId: string;
+  meta?: Record<string, unknown> | undefined;
+  ratelimits: RatelimitInput[];
+}
+
+export async function createIdentity(deps: Deps, p: Principal, input: CreateIdentityInput): Promise<{ identityId: string }> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  v.required("externalId", input.externalId);
+  validateExternalId(v, "externalId", input.externalId === "" ? undefined : input.externalId);
+  const meta = validateMeta(v, "meta", input.meta) ?? "{}";
+  const ratelimits = validateIdentityRatelimits(v, input.ratelimits, now);
+  v.done();
+  requireAny(p, ["identity.*.create_identity"]);
+  const identityId = newId("id", now);
+  try {
+    await transaction(deps.pool, async (conn) => {
+      await insertIdentity(conn, { id: identityId, workspaceId: p.workspaceId, externalId: input.externalId, meta, now });
+      await insertRatelimits(conn, { workspaceId: p.workspaceId, identityId }, ratelimits, now);
+    });
+  } catch (err) {
+    if (err instanceof DuplicateExternalId) {
+      throw new AppError("err:svc:data:identity_already_exists", `Identity with externalId '${input.externalId}' already exists in this workspace.`);
+    }
+    throw err;
+  }
+  return { identityId };
+}
+
+export async function getIdentity(deps: Deps, p: Principal, input: { identity: string }): Promise<IdentityRow> {
+  const v = new Validator();
+  validateIdentityRef(v, input.identity);
+  v.done();
+  return authorisedIdentity(deps, p, input.identity, "read_identity");
+}
+
+export interface ListIdentitiesInput {
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  search?: string | undefined;
+}
+
+export const SEARCH_RULE = { max: 256 } as const;
+
+export async function listIdentities(
+  deps: Deps,
+  p: Principal,
+  input: ListIdentitiesInput,
+): Promise<{ identities: IdentityRow[]; cursor: string | undefined }> {
+  const v = new Validator();
+  v.number("limit", input.limit, limits.pageSize);
+  v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
+  v.string("search", input.search, SEARCH_RULE);
+  v.done();
+  // The whole workspace is listed, so only the wildcard grant will do.
+  requireAny(p, ["identity.*.read_identity"]);
+  const page = await listLiveIdentities(deps.pool, {
+    workspaceId: p.workspaceId,
+    limit: input.limit ?? limits.pageSize.default,
+    cursor: input.cursor,
+    search: input.search,
+  });
+  return { identities: page.identities, cursor: page.next };
+}
+
+export interface UpdateIdentityInput {
+  identity: string;
+  /** Replaces the meta entirely; undefined keeps it. */
+  meta?: Record<string, unknown> | undefined;
+  /** Replaces the limits by name; undefined keeps them, [] removes them all. */
+  ratelimits?: RatelimitInput[] | undefined;
+}
+
+export async function updateIdentity(deps: Deps, p: Principal, input: UpdateIdentityInput): Promise<IdentityRow> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  validateIdentityRef(v, input.identity);
+  const meta = validateMeta(v, "meta", input.meta);
+  const ratelimits = input.ratelimits === undefined ? undefined : validateIdentityRatelimits(v, input.ratelimits, now);
+  v.done();
+  const found = await authorisedIdentity(deps, p, input.identity, "update_identity");
+  const updated = await transaction(deps.pool, async (conn) => {
+    // Under the row lock, so concurrent updates apply one after the other.
+    const current = await findLiveIdentity(conn, p.workspaceId, found.id, true);
+    if (current === undefined || current.id !== found.id) throw identityNotFound();
+    if (meta !== undefined) await updateIdentityMeta(conn, current.id, meta, now);
+    else await touchIdentity(conn, current.id, now);
+    if (ratelimits !== undefined) {
+      await replaceIdentityRatelimits(conn, { workspaceId: p.workspaceId, identityId: current.id }, current.ratelimits, ratelimits, now);
+    }
+    const after = await findLiveIdentity(conn, p.workspaceId, current.id);
+    if (after === undefined) throw identityNotFound();
+    return after;
+  });
+  // Keys linked to the identity must verify against its new limits at once.
+  await deps.invalidate("identity", updated.id);
+  return updated;
+}
+
+/**
+ * Soft delete. Linked keys keep their identity_id but lose the identity (and its
+ * limits): verification reads live identities only. The externalId is free at once.
+ */
+export async function deleteIdentity(deps: Deps, p: Principal, input: { identity: string }): Promise<void> {
+  const v = new Validator();
+  validateIdentityRef(v, input.identity);
+  v.done();
+  const identity = await authorisedIdentity(deps, p, input.identity, "delete_identity");
+  if (!(await softDeleteIdentity(deps.pool, identity.id, deps.clock.now()))) throw identityNotFound();
+  await deps.invalidate("identity", identity.id);
+}

@@ -1,0 +1,88 @@
+// Rate-limit namespaces: addressed by name or id, created on first use by
+// ratelimit.limit/multiLimit. Permission strings always name the namespace by
+// its id (`ratelimit.rlns_….limit`), never by its name (CONTRACT §1.3).
+//
+// Namespaces and overrides are read from the database on every request, not
+// cached: a change made through this instance is seen by the very next request
+// (decision 12), and the reads are single indexed lookups.
+import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
+import { type Principal, requireAny } from "../auth/principal.js";
+import { grantCovers } from "../auth/wildcard.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Validator } from "../validate.js";
+
+export type { NamespaceRow };
+
+/** `[1..512]`, a name or an id (CONTRACT §3.5). */
+export const NAMESPACE_RULE = { min: 1, max: 512 } as const;
+export const IDENTIFIER_RULE = { min: 1, max: 512 } as const;
+
+export const validateNamespaceRef = (v: Validator, field: string, ref: string): void => v.required(field, ref, NAMESPACE_RULE);
+
+/** `ratelimit.*.<action>` or `ratelimit.<namespaceId>.<action>`. */
+export const namespacePermission = (namespaceId: string, action: string): string[] => [`ratelimit.*.${action}`, `ratelimit.${namespaceId}.${action}`];
+
+/**
+ * Whether some grant of the principal could allow `action` on some namespace.
+ * A key without one gets its 403 before any lookup, so it learns nothing about
+ * which namespaces exist; a key with one is checked exactly once the id is known.
+ */
+export function mayActOnSomeNamespace(p: Principal, action: string): boolean {
+  return p.permissions.some(
+    (g) => grantCovers(g, `ratelimit.\u0000.${action}`) || (g.startsWith("ratelimit.") && (g.endsWith(`.${action}`) || g.endsWith("*"))),
+  );
+}
+
+export function requireSomeNamespaceGrant(p: Principal, action: string): void {
+  if (mayActOnSomeNamespace(p, action)) return;
+  throw new AppError(
+    "err:svc:authorization:insufficient_permissions",
+    `Missing one of these permissions: 'ratelimit.*.${action}' or 'ratelimit.<namespaceId>.${action}'`,
+  );
+}
+
+export const namespaceNotFound = (): AppError => new AppError("err:svc:data:ratelimit_namespace_not_found");
+export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimit_namespace_gone");
+
+/** A live namespace for the override operations: unknown and deleted both read as missing. */
+export async function findLiveNamespace(deps: Deps, p: Principal, ref: string): Promise<NamespaceRow | undefined> {
+  const ns = await findNamespace(deps.pool, p.workspaceId, ref);
+  return ns === undefined || ns.deletedAt !== undefined ? undefined : ns;
+}
+
+/**
+ * The namespaces named by a limit request, after the permission checks: each
+ * needs `limit` on it; a missing one is created, which also needs
+ * `ratelimit.*.create_namespace`; a deleted one is 410. Nothing is created
+ * unless every check passed, so a refused multiLimit leaves no namespace behind.
+ */
+export async function namespacesForLimit(deps: Deps, p: Principal, refs: readonly string[]): Promise<Map<string, NamespaceRow>> {
+  const now = deps.clock.now();
+  const unique = [...new Set(refs)];
+  const found = await Promise.all(unique.map((ref) => findNamespace(deps.pool, p.workspaceId, ref)));
+  const missing: Array<{ ref: string; id: string }> = [];
+  const out = new Map<string, NamespaceRow>();
+  unique.forEach((ref, i) => {
+    const ns = found[i];
+    if (ns === undefined) {
+      const id = newId("rlns", now);
+      requireAny(p, ["ratelimit.*.create_namespace"]);
+      requireAny(p, namespacePermission(id, "limit"));
+      missing.push({ ref, id });
+    } else {
+      requireAny(p, namespacePermission(ns.id, "limit"));
+      out.set(ref, ns);
+    }
+  });
+  for (const ns of out.values()) if (ns.deletedAt !== undefined) throw namespaceGone();
+  for (const m of missing) {
+    const ns = await insertNamespace(deps.pool, { id: m.id, workspaceId: p.workspaceId, name: m.ref, now });
+    // A concurrent request may have created (another) namespace of this name first.
+    if (ns.id !== m.id) requireAny(p, namespacePermission(ns.id, "limit"));
+    if (ns.deletedAt !== undefined) throw namespaceGone();
+    out.set(m.ref, ns);
+  }
+  return out;
+}

@@ -1,0 +1,128 @@
+// ratelimit.setOverride, getOverride, listOverrides, deleteOverride (CONTRACT
+// §3.5.3–§3.5.6, decision 11). Overrides are read fresh by ratelimit.limit, so a
+// change here applies to the very next limit call.
+import {
+  findLiveOverride,
+  findOverrideCandidates,
+  listLiveOverrides,
+  type OverrideRow,
+  softDeleteOverride,
+  upsertOverride,
+} from "../../storage/ratelimit.js";
+import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { MAX_SAFE, limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import {
+  findLiveNamespace,
+  IDENTIFIER_RULE,
+  namespaceNotFound,
+  namespacePermission,
+  requireSomeNamespaceGrant,
+  validateNamespaceRef,
+} from "./namespaces.js";
+import { bestOverride } from "./override-match.js";
+
+export type { OverrideRow };
+
+/** The seed's error, with the seed's exact detail text. */
+export const overrideNotFound = (): AppError =>
+  new AppError("err:svc:data:ratelimit_override_not_found", "The requested rate limit override could not be found");
+
+export const OVERRIDES_PAGE = { min: 1, max: 100, default: 10 } as const;
+
+interface OverrideRef {
+  namespace: string;
+  identifier: string;
+}
+
+function validateRef(v: Validator, input: OverrideRef): void {
+  validateNamespaceRef(v, "namespace", input.namespace);
+  v.required("identifier", input.identifier, IDENTIFIER_RULE);
+}
+
+export interface SetOverrideInput extends OverrideRef {
+  limit: number;
+  duration: number;
+}
+
+/** Upsert on (namespace, identifier): a re-set keeps the override's id. The namespace must exist. */
+export async function setOverride(deps: Deps, p: Principal, input: SetOverrideInput): Promise<{ overrideId: string }> {
+  const v = new Validator();
+  validateRef(v, input);
+  v.number("limit", input.limit, { min: 0, max: MAX_SAFE });
+  v.number("duration", input.duration, { min: limits.ratelimitDuration.min, max: MAX_SAFE });
+  v.done();
+  requireSomeNamespaceGrant(p, "set_override");
+  const ns = await findLiveNamespace(deps, p, input.namespace);
+  if (ns === undefined) throw namespaceNotFound();
+  requireAny(p, namespacePermission(ns.id, "set_override"));
+  const now = deps.clock.now();
+  const overrideId = await upsertOverride(deps.pool, {
+    id: newId("rlor", now),
+    workspaceId: p.workspaceId,
+    namespaceId: ns.id,
+    identifier: input.identifier,
+    limit: input.limit,
+    duration: input.duration,
+    now,
+  });
+  return { overrideId };
+}
+
+/**
+ * The override that applies to the identifier: exact first, then the best
+ * wildcard match. Every way of not finding it is the same 404 (decision 11):
+ * unknown or deleted namespace, no override, and a missing read grant too, so a
+ * caller cannot probe which namespaces or overrides exist.
+ */
+export async function getOverride(deps: Deps, p: Principal, input: OverrideRef): Promise<OverrideRow> {
+  const v = new Validator();
+  validateRef(v, input);
+  v.done();
+  const ns = await findLiveNamespace(deps, p, input.namespace);
+  if (ns === undefined || !holdsAny(p, namespacePermission(ns.id, "read_override"))) throw overrideNotFound();
+  const found = bestOverride(input.identifier, await findOverrideCandidates(deps.pool, ns.id, input.identifier));
+  if (found === undefined) throw overrideNotFound();
+  return found;
+}
+
+export interface ListOverridesInput {
+  namespace: string;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+export async function listOverrides(
+  deps: Deps,
+  p: Principal,
+  input: ListOverridesInput,
+): Promise<{ overrides: OverrideRow[]; cursor: string | undefined }> {
+  const v = new Validator();
+  validateNamespaceRef(v, "namespace", input.namespace);
+  v.number("limit", input.limit, OVERRIDES_PAGE);
+  v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
+  v.done();
+  requireSomeNamespaceGrant(p, "read_override");
+  const ns = await findLiveNamespace(deps, p, input.namespace);
+  if (ns === undefined) throw namespaceNotFound();
+  requireAny(p, namespacePermission(ns.id, "read_override"));
+  const page = await listLiveOverrides(deps.pool, { namespaceId: ns.id, limit: input.limit ?? OVERRIDES_PAGE.default, cursor: input.cursor });
+  return { overrides: page.overrides, cursor: page.next };
+}
+
+/** Matched exactly (no wildcard resolution, unlike getOverride); a soft delete. */
+export async function deleteOverride(deps: Deps, p: Principal, input: OverrideRef): Promise<void> {
+  const v = new Validator();
+  validateRef(v, input);
+  v.done();
+  requireSomeNamespaceGrant(p, "delete_override");
+  // An unknown or deleted namespace is reported as a missing override (decision 11).
+  const ns = await findLiveNamespace(deps, p, input.namespace);
+  if (ns === undefined) throw overrideNotFound();
+  requireAny(p, namespacePermission(ns.id, "delete_override"));
+  const found = await findLiveOverride(deps.pool, ns.id, input.identifier);
+  if (found === undefined || !(await softDeleteOverride(deps.pool, found.id, deps.clock.now()))) throw overrideNotFound();
+}
