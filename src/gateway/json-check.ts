@@ -41,14 +41,43 @@ function describeType(v: unknown): string {
 function scalarName(t: ScalarType): string {
   if (INTEGER_TYPES.has(t)) return "an integer";
   if (t === ScalarType.BOOL) return "a boolean";
-  if (t === ScalarType.STRING) return "a string";
+  if (t === ScalarType.STRING) return "a valid Unicode string";
   if (t === ScalarType.BYTES) return "a base64 string";
   return "a number";
+}
+
+/** A lone UTF-16 surrogate cannot be stored or encoded as UTF-8. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** How deep a JSON document inside a request (meta) may nest. */
+export const MAX_JSON_DEPTH = 32;
+
+/** Checks free-form JSON (meta): bounded nesting, well-formed strings, keys included. */
+function checkFreeJson(v: Json, name: string, errors: FieldError[], depth = 0): boolean {
+  if (depth > MAX_JSON_DEPTH) {
+    errors.push({ location: `body.${name}`, message: `${name} nests deeper than ${MAX_JSON_DEPTH} levels.` });
+    return false;
+  }
+  if (typeof v === "string") {
+    if (LONE_SURROGATE.test(v)) {
+      errors.push({ location: `body.${name}`, message: `${name} contains a string that is not valid Unicode (a lone surrogate).` });
+      return false;
+    }
+    return true;
+  }
+  if (Array.isArray(v)) return v.every((x) => checkFreeJson(x, name, errors, depth + 1));
+  if (isObject(v)) {
+    for (const [k, x] of Object.entries(v)) {
+      if (!checkFreeJson(k, name, errors, depth + 1) || !checkFreeJson(x, name, errors, depth + 1)) return false;
+    }
+  }
+  return true;
 }
 
 function checkScalar(t: ScalarType, v: Json): boolean {
   switch (t) {
     case ScalarType.STRING:
+      return typeof v === "string" && !LONE_SURROGATE.test(v);
     case ScalarType.BYTES:
       return typeof v === "string";
     case ScalarType.BOOL:
@@ -161,9 +190,9 @@ function checkMessageValue(desc: DescMessage, value: Json, name: string, errors:
         errors.push({ location: `body.${name}`, message: `${name} must be a JSON object, not ${describeType(value)}.` });
         return undefined;
       }
-      return value;
+      return checkFreeJson(value, name, errors) ? value : undefined;
     case "google.protobuf.Value":
-      return value;
+      return checkFreeJson(value, name, errors) ? value : undefined;
   }
   if (isNullableWrapper(desc)) {
     const inner = desc.fields.find((f) => f.name === "value");

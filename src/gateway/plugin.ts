@@ -42,12 +42,13 @@ const namespaceAliases: BodyAdapter = (body) => {
 };
 
 const adapters: Record<string, BodyAdapter> = {
+  "ratelimit.limit": namespaceAliases,
   "ratelimit.setOverride": namespaceAliases,
   "ratelimit.getOverride": namespaceAliases,
   "ratelimit.listOverrides": namespaceAliases,
   "ratelimit.deleteOverride": namespaceAliases,
   // multiLimit's JSON body is the array of checks itself.
-  "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body } : body),
+  "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body.map(namespaceAliases) } : body),
 };
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -107,7 +108,13 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);
         if (errors.length > 0) throw invalidInput(errors);
-        const message = fromJson(route.input, json as never, { ignoreUnknownFields: false });
+        let message: unknown;
+        try {
+          message = fromJson(route.input, json as never, { ignoreUnknownFields: false });
+        } catch (err) {
+          // The checks above should leave nothing for ProtoJSON to refuse; if it does, it is still the body's fault.
+          throw invalidInput([{ location: "body", message: `The body could not be read: ${(err as Error).message}` }]);
+        }
         const response = await route.op(message, { principal, requestId: req.id });
         const shaped = shapeResponse(route.path, route.output, create(route.output, response));
         reply.header("content-type", "application/json; charset=utf-8");

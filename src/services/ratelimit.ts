@@ -1,29 +1,67 @@
-import type { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { LimitRequest, RatelimitOverrideSchema, RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
+import { type LimitInput, limit, multiLimit } from "../domain/ratelimit/limit.js";
+import { deleteOverride, getOverride, listOverrides, type OverrideRow, setOverride } from "../domain/ratelimit/overrides.js";
+import { big, num, optNum } from "./convert.js";
+import { toPagination } from "./mappers.js";
 import type { Operations } from "./types.js";
 
-const notYet = (op: string) => new AppError("err:svc:application:precondition_failed", `ratelimit.${op} is not available yet.`);
+const limitIn = (r: LimitRequest): LimitInput => ({
+  namespace: r.namespace,
+  identifier: r.identifier,
+  limit: num(r.limit),
+  duration: num(r.duration),
+  cost: optNum(r.cost),
+});
 
-export function ratelimitService(_deps: Deps): Operations<typeof RatelimitService> {
+const toOverride = (o: OverrideRow): MessageInitShape<typeof RatelimitOverrideSchema> => ({
+  overrideId: o.id,
+  identifier: o.identifier,
+  limit: big(o.limit),
+  duration: big(o.duration),
+  namespaceId: o.namespaceId,
+});
+
+export function ratelimitService(deps: Deps): Operations<typeof RatelimitService> {
   return {
-    async limit() {
-      throw notYet("limit");
+    async limit(req, { principal }) {
+      const r = await limit(deps, principal, limitIn(req));
+      return {
+        limit: big(r.limit),
+        remaining: big(r.remaining),
+        reset: big(r.reset),
+        success: r.success,
+        ...(r.overrideId === undefined ? {} : { overrideId: r.overrideId }),
+      };
     },
-    async multiLimit() {
-      throw notYet("multiLimit");
+    async multiLimit(req, { principal }) {
+      const r = await multiLimit(deps, principal, req.limits.map(limitIn));
+      return {
+        passed: r.passed,
+        limits: r.limits.map((l) => ({
+          namespace: l.namespace,
+          identifier: l.identifier,
+          limit: big(l.limit),
+          remaining: big(l.remaining),
+          reset: big(l.reset),
+          passed: l.passed,
+          ...(l.overrideId === undefined ? {} : { overrideId: l.overrideId }),
+        })),
+      };
     },
-    async setOverride() {
-      throw notYet("setOverride");
+    setOverride: (req, { principal }) =>
+      setOverride(deps, principal, { namespace: req.namespace, identifier: req.identifier, limit: num(req.limit), duration: num(req.duration) }),
+    getOverride: async (req, { principal }) => ({
+      override: toOverride(await getOverride(deps, principal, { namespace: req.namespace, identifier: req.identifier })),
+    }),
+    async listOverrides(req, { principal }) {
+      const page = await listOverrides(deps, principal, { namespace: req.namespace, limit: req.limit, cursor: req.cursor });
+      return { overrides: page.overrides.map(toOverride), pagination: toPagination(page.cursor) };
     },
-    async getOverride() {
-      throw notYet("getOverride");
-    },
-    async listOverrides() {
-      throw notYet("listOverrides");
-    },
-    async deleteOverride() {
-      throw notYet("deleteOverride");
+    async deleteOverride(req, { principal }) {
+      await deleteOverride(deps, principal, { namespace: req.namespace, identifier: req.identifier });
+      return {};
     },
   };
 }

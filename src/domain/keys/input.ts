@@ -63,8 +63,10 @@ export function validateRatelimits(v: Validator, field: string, list: readonly R
     v.required(`${f}.name`, r.name, limits.ratelimitName);
     if (r.limit < 1) v.add(`${f}.limit`, `${f}.limit must be at least 1 (got ${r.limit}).`);
     if (r.duration < limits.ratelimitDuration.min) v.add(`${f}.duration`, `${f}.duration must be at least 1000 ms (got ${r.duration}).`);
-    if (seen.has(r.name)) v.add(`${f}.name`, `Ratelimit with name '${r.name}' is already defined in the request.`);
-    seen.add(r.name);
+    // Names are unique per owner; the database's collation ignores trailing spaces, so compare without them.
+    const unique = r.name.replace(/ +$/, "");
+    if (seen.has(unique)) v.add(`${f}.name`, `Ratelimit with name '${r.name}' is already defined in the request.`);
+    seen.add(unique);
   });
   return list.map((r) => ({ id: newId("rl", now), name: r.name, limit: r.limit, duration: r.duration, autoApply: r.autoApply ?? true }));
 }

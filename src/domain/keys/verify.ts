@@ -103,9 +103,13 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     ratelimits,
   });
 
-  if (!key.enabled) return result("DISABLED", undefined);
-  if (key.expires !== undefined && now > key.expires) return result("EXPIRED", undefined);
-  if (query !== undefined && !evaluateQuery(query, key.permissions)) return result("INSUFFICIENT_PERMISSIONS", undefined);
+  // A refused verification spends nothing but still reports the balance (§5.1).
+  const refused = async (code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED", ratelimits: RatelimitOutcome[] = []) =>
+    result(code, key.limitedCredits ? await readCredits(deps.pool, key.id) : undefined, ratelimits);
+
+  if (!key.enabled) return refused("DISABLED");
+  if (key.expires !== undefined && now > key.expires) return refused("EXPIRED");
+  if (query !== undefined && !evaluateQuery(query, key.permissions)) return refused("INSUFFICIENT_PERMISSIONS");
 
   const checks = ratelimitChecks(key, input.ratelimits);
   let outcomes: RatelimitOutcome[] = [];
@@ -127,7 +131,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
         autoApply: c.config.autoApply,
       };
     });
-    if (outcomes.some((o) => o.exceeded)) return result("RATE_LIMITED", undefined, outcomes);
+    if (outcomes.some((o) => o.exceeded)) return refused("RATE_LIMITED", outcomes);
   }
 
   if (!key.limitedCredits) return result("VALID", undefined, outcomes);

@@ -47,11 +47,15 @@ export class MemoryLimiter implements Limiter {
   }
 
   checkSync(checks: readonly LimitCheck[], now: number): LimitResult[] {
+    // The same counter named twice in one batch counts the earlier checks' cost too.
+    const pending = new Map<Window, number>();
     const evaluated = checks.map((c) => {
       const seq = Math.floor(now / c.duration);
       const w = this.window(`${c.key}|${c.duration}`, seq, c.duration);
       const elapsed = (now - seq * c.duration) / c.duration;
-      const effective = w.cur + Math.trunc(w.prev * (1 - elapsed)) + c.cost;
+      const before = pending.get(w) ?? 0;
+      pending.set(w, before + c.cost);
+      const effective = w.cur + before + Math.trunc(w.prev * (1 - elapsed)) + c.cost;
       const passed = c.limit > 0 && effective <= c.limit;
       return { c, w, effective, passed, reset: (seq + 1) * c.duration };
     });

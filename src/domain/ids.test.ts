@@ -1,0 +1,58 @@
+// Resource ids: `<prefix>_` + fixed-width base58 of (6 bytes of ms time + 10
+// random bytes), so that they match ^[a-zA-Z0-9_]+$ and sort by creation time
+// under a binary collation (stable cursor pages, contract §1.5 and §6.5).
+import bs58 from "bs58";
+import { describe, expect, it } from "vitest";
+import { type IdPrefix, newId } from "./ids.js";
+
+const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek"];
+const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+describe("newId", () => {
+  it.each(prefixes)("%s ids are `%s_` + 22 base58 characters", (prefix) => {
+    const id = newId(prefix);
+    expect(id).toMatch(new RegExp(`^${prefix}_[1-9A-HJ-NP-Za-km-z]{22}$`));
+    expect(id).toMatch(/^[a-zA-Z0-9_]+$/);
+    expect(id.length).toBeLessThanOrEqual(48);
+  });
+
+  it("is unique", () => {
+    const now = Date.now();
+    const ids = new Set(Array.from({ length: 10_000 }, () => newId("key", now)));
+    expect(ids.size).toBe(10_000);
+  });
+
+  it("sorts by creation time in byte order", () => {
+    const times = [0, 1, 999, 1_000, 1_600_000_000_000, 1_700_000_000_000, 1_700_000_000_001, 2_000_000_000_000, 4_102_444_800_000];
+    const ids = times.map((t) => newId("key", t));
+    expect([...ids].sort(byteOrder)).toEqual(ids);
+  });
+
+  it("ids made in the same millisecond sort after earlier ones and before later ones", () => {
+    const earlier = newId("key", 1_700_000_000_000);
+    const same = Array.from({ length: 50 }, () => newId("key", 1_700_000_000_001));
+    const later = newId("key", 1_700_000_000_002);
+    for (const id of same) {
+      expect(byteOrder(earlier, id)).toBeLessThan(0);
+      expect(byteOrder(id, later)).toBeLessThan(0);
+    }
+  });
+
+  it("carries the creation time in its first 6 bytes", () => {
+    const t = 1_712_345_678_901;
+    const bytes = Buffer.from(bs58.decode(newId("api", t).slice(4)));
+    // Padding '1's decode to leading zero bytes: the id's 16 bytes are the last 16.
+    expect(bytes.subarray(0, Math.max(0, bytes.length - 16)).every((b) => b === 0)).toBe(true);
+    const full = Buffer.alloc(16);
+    bytes.subarray(Math.max(0, bytes.length - 16)).copy(full, 16 - Math.min(16, bytes.length));
+    expect(full.readUIntBE(0, 6)).toBe(t);
+  });
+
+  it("uses the current time by default", () => {
+    const before = newId("key", Date.now() - 1);
+    const id = newId("key");
+    const after = newId("key", Date.now() + 1);
+    expect(byteOrder(before, id)).toBeLessThan(0);
+    expect(byteOrder(id, after)).toBeLessThan(0);
+  });
+});

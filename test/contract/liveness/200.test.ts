@@ -1,0 +1,14 @@
+import { describe, expect, it } from "vitest";
+import { useHarness } from "../../harness.js";
+import { expectOk, send } from "../shared/helpers.js";
+
+describe("liveness 200", () => {
+  const h = useHarness();
+
+  it.each(["GET", "POST"] as const)("%s /v2/liveness needs no root key and answers {meta:{requestId}, data:{message}}", async (method) => {
+    const res = await send(h, { method, url: "/v2/liveness", ...(method === "POST" ? { headers: { "content-type": "application/json" }, payload: "{}" } : {}) });
+    const data = expectOk(res);
+    expect(Object.keys(data)).toEqual(["message"]);
+    expect(data.message).toBeTypeOf("string");
+  });
+});

@@ -1,0 +1,101 @@
+// The verification cache: a hot key costs no SQL, a flood of one unknown key
+// costs at most one statement, and every change made through keyhold is seen
+// by the very next verification on this instance (contract §0.1 decision 12).
+import { describe, expect, it } from "vitest";
+import { hashKey } from "../../src/domain/keys/generate.js";
+import { revokeRootKey } from "../../src/storage/root-keys.js";
+import { admin, createApi, createKey, expectError, expectOk, verifyKey } from "../contract/shared/helpers.js";
+import { useHarness } from "../harness.js";
+
+describe("verification cache", () => {
+  const h = useHarness();
+
+  /** Usage (last-used) writes sit behind a 1 s timer: flush them so they do not land in a counted window. */
+  const settle = () => h.deps.usage.flush();
+
+  it("a hot key verification makes zero SQL statements (root key and key both cached)", async () => {
+    const apiId = await createApi(h);
+    const { key } = await createKey(h, apiId, { name: "hot", meta: { a: 1 }, permissions: ["documents.read"] });
+    expect(await verifyKey(h, key)).toMatchObject({ valid: true, code: "VALID" }); // warm-up
+    await settle();
+    let data: unknown;
+    const n = await h.countQueries(async () => {
+      data = await verifyKey(h, key, { permissions: "documents.read" });
+    });
+    expect(data).toMatchObject({ valid: true, code: "VALID", name: "hot", meta: { a: 1 } });
+    expect(n).toBe(0);
+  });
+
+  it("many hot verifications in a row still make zero statements", async () => {
+    const apiId = await createApi(h);
+    const { key } = await createKey(h, apiId);
+    await verifyKey(h, key);
+    await settle();
+    const n = await h.countQueries(async () => {
+      for (let i = 0; i < 5; i++) await verifyKey(h, key);
+    });
+    expect(n).toBe(0);
+  });
+
+  it("a flood of the same unknown key makes at most one statement", async () => {
+    await verifyKey(h, "warm_the_root_key_cache"); // the root key itself is cached after one use
+    const unknown = "flood_3xYzAbCdEfGhJkLmNpQrSt";
+    const n = await h.countQueries(async () => {
+      const results = await Promise.all(Array.from({ length: 50 }, () => verifyKey(h, unknown)));
+      expect(results.every((r) => r.code === "NOT_FOUND")).toBe(true);
+      for (let i = 0; i < 20; i++) expect(await verifyKey(h, unknown)).toEqual({ valid: false, code: "NOT_FOUND" });
+    });
+    expect(n).toBeLessThanOrEqual(1);
+  });
+
+  it("keys.deleteKey is seen by the next verification", async () => {
+    const apiId = await createApi(h);
+    const { keyId, key } = await createKey(h, apiId);
+    expect(await verifyKey(h, key)).toMatchObject({ valid: true });
+    expect(await verifyKey(h, key)).toMatchObject({ valid: true }); // served from the cache
+    expectOk(await h.post("/v2/keys.deleteKey", { keyId }, await admin(h)));
+    expect(await verifyKey(h, key)).toEqual({ valid: false, code: "NOT_FOUND" });
+  });
+
+  it("a permanent keys.deleteKey is seen by the next verification", async () => {
+    const apiId = await createApi(h);
+    const { keyId, key } = await createKey(h, apiId);
+    expect(await verifyKey(h, key)).toMatchObject({ valid: true });
+    expectOk(await h.post("/v2/keys.deleteKey", { keyId, permanent: true }, await admin(h)));
+    expect(await verifyKey(h, key)).toEqual({ valid: false, code: "NOT_FOUND" });
+  });
+
+  it("apis.deleteApi is seen by the next verification of every key of the API", async () => {
+    const apiId = await createApi(h);
+    const a = await createKey(h, apiId);
+    const b = await createKey(h, apiId);
+    const other = await createKey(h, await createApi(h));
+    for (const k of [a, b, other]) expect(await verifyKey(h, k.key)).toMatchObject({ valid: true });
+    expectOk(await h.post("/v2/apis.deleteApi", { apiId }, await admin(h)));
+    expect(await verifyKey(h, a.key)).toEqual({ valid: false, code: "NOT_FOUND" });
+    expect(await verifyKey(h, b.key)).toEqual({ valid: false, code: "NOT_FOUND" });
+    expect(await verifyKey(h, other.key)).toMatchObject({ valid: true, code: "VALID" });
+  });
+
+  it("a revoked root key is refused at once after deps.invalidate('rootkey', hash)", async () => {
+    const rk = await h.rootKey(["apis.*.read_api", "apis.*.create_api"]);
+    const apiId = await createApi(h, "rk-cache", rk);
+    expectOk(await h.post("/v2/apis.getApi", { apiId }, rk)); // cached now
+    const [rows] = await h.db.pool.query("SELECT id FROM root_keys WHERE hash = ?", [hashKey(rk)]);
+    const id = (rows as Array<{ id: string }>)[0]?.id as string;
+    expect(await revokeRootKey(h.db.pool, id, Date.now())).toBe(hashKey(rk));
+    await h.deps.invalidate("rootkey", hashKey(rk));
+    expectError(h, await h.post("/v2/apis.getApi", { apiId }, rk), 401, "err:svc:authentication:key_not_found");
+    // Other root keys are unaffected.
+    expectOk(await h.post("/v2/apis.getApi", { apiId }, await admin(h)));
+  });
+
+  it("credits are never served from the cache: each verification spends exactly once", async () => {
+    const apiId = await createApi(h);
+    const { key } = await createKey(h, apiId, { credits: { remaining: 3 } });
+    expect(await verifyKey(h, key)).toMatchObject({ code: "VALID", credits: 2 });
+    expect(await verifyKey(h, key)).toMatchObject({ code: "VALID", credits: 1 });
+    expect(await verifyKey(h, key)).toMatchObject({ code: "VALID", credits: 0 });
+    expect(await verifyKey(h, key)).toMatchObject({ code: "USAGE_EXCEEDED", credits: 0 });
+  });
+});

@@ -1,0 +1,109 @@
+// The Connect protocol on the HTTP port, called by a connect-node client built
+// from gen/: same operations as the JSON API, and errors that carry the err:svc
+// code in an ErrorDetail (findDetails), exactly as the JSON envelope's type does.
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError, type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
+import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
+import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { generateRootKey } from "../../src/domain/auth/root-key.js";
+import { useHarness } from "../harness.js";
+
+async function connectError(p: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectError);
+    return err as ConnectError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+const codeOf = (err: ConnectError): string | undefined => err.findDetails(ErrorDetailSchema)[0]?.code;
+
+describe("Connect protocol on the HTTP port", () => {
+  const h = useHarness();
+  let apis: Client<typeof ApisService>;
+  let keys: Client<typeof KeysService>;
+  let admin: string;
+  const auth = (rootKey: string) => ({ headers: { authorization: `Bearer ${rootKey}` } });
+
+  beforeAll(async () => {
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = h.app.server.address() as AddressInfo;
+    const transport = createConnectTransport({ httpVersion: "1.1", baseUrl: `http://127.0.0.1:${port}` });
+    apis = createClient(ApisService, transport);
+    keys = createClient(KeysService, transport);
+    admin = await h.rootKey(["*"]);
+  });
+
+  it("CreateApi and GetApi with a root key", async () => {
+    const created = await apis.createApi({ name: "connect-api" }, auth(admin));
+    expect(created.apiId).toMatch(/^api_/);
+    const got = await apis.getApi({ apiId: created.apiId }, auth(admin));
+    expect({ id: got.id, name: got.name }).toEqual({ id: created.apiId, name: "connect-api" });
+  });
+
+  it("CreateKey and VerifyKey", async () => {
+    const { apiId } = await apis.createApi({ name: "connect-keys" }, auth(admin));
+    const { keyId, key } = await keys.createKey({ apiId, prefix: "cn", credits: { remaining: 2n } }, auth(admin));
+    const v = await keys.verifyKey({ key }, auth(admin));
+    expect({ valid: v.valid, code: v.code, keyId: v.keyId, credits: v.credits }).toEqual({ valid: true, code: "VALID", keyId, credits: 1n });
+    const missing = await keys.verifyKey({ key: "cn_nope" }, auth(admin));
+    expect({ valid: missing.valid, code: missing.code, keyId: missing.keyId }).toEqual({ valid: false, code: "NOT_FOUND", keyId: undefined });
+  });
+
+  it("no credentials -> Unauthenticated whose ErrorDetail code is err:svc:authentication:missing", async () => {
+    const err = await connectError(apis.createApi({ name: "no-auth" }));
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(codeOf(err)).toBe("err:svc:authentication:missing");
+    expect(err.rawMessage).toBe("Credentials were not provided");
+    const detail = err.findDetails(ErrorDetailSchema)[0];
+    expect(detail?.type).toBe(`${h.docsBase}/api-reference/errors-v2/svc/authentication/missing`);
+    expect(detail?.requestId).toMatch(/\S/);
+  });
+
+  it("a malformed header -> Unauthenticated malformed; an unknown root key -> Unauthenticated key_not_found", async () => {
+    const malformed = await connectError(apis.getApi({ apiId: "api_x00" }, { headers: { authorization: `bearer ${admin}` } }));
+    expect(malformed.code).toBe(Code.Unauthenticated);
+    expect(codeOf(malformed)).toBe("err:svc:authentication:malformed");
+    const unknown = await connectError(apis.getApi({ apiId: "api_x00" }, auth(generateRootKey())));
+    expect(unknown.code).toBe(Code.Unauthenticated);
+    expect(codeOf(unknown)).toBe("err:svc:authentication:key_not_found");
+  });
+
+  it("lacking permission -> PermissionDenied insufficient_permissions", async () => {
+    const readOnly = await h.rootKey(["apis.*.read_api"]);
+    const err = await connectError(apis.createApi({ name: "denied" }, auth(readOnly)));
+    expect(err.code).toBe(Code.PermissionDenied);
+    expect(codeOf(err)).toBe("err:svc:authorization:insufficient_permissions");
+  });
+
+  it("an unknown API -> NotFound api_not_found", async () => {
+    const err = await connectError(apis.getApi({ apiId: "api_doesnotexist0000" }, auth(admin)));
+    expect(err.code).toBe(Code.NotFound);
+    expect(codeOf(err)).toBe("err:svc:data:api_not_found");
+  });
+
+  it("invalid input -> InvalidArgument invalid_input naming the field", async () => {
+    const err = await connectError(apis.createApi({ name: "ab" }, auth(admin)));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(codeOf(err)).toBe("err:svc:application:invalid_input");
+    expect(err.findDetails(ErrorDetailSchema)[0]?.errors.some((e) => e.location.includes("name"))).toBe(true);
+  });
+
+  it("the JSON API keeps working on the same listening server", async () => {
+    const { port } = h.app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v2/apis.createApi`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${admin}` },
+      body: JSON.stringify({ name: "json-too" }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { data: { apiId: string }; meta: { requestId: string } };
+    expect(body.data.apiId).toMatch(/^api_/);
+    expect(res.headers.get("x-request-id")).toBe(body.meta.requestId);
+  });
+});
