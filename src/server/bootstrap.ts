@@ -33,8 +33,10 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => newId("req"),
-    // Per-request logs would cost the hot path; errors are logged with their request id.
+    // Per-request logs (and a child logger per request) would cost the hot path;
+    // errors are logged with their request id explicitly.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
+    childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
   });
 
@@ -46,8 +48,9 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
       .send({ meta: { requestId: req.id }, error: body });
   };
 
-  app.addHook("onRequest", async (req, reply) => {
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    done();
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
