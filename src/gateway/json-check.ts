@@ -1,18 +1,22 @@
 // Strict checks of a JSON request body against the request message's descriptor,
-// before ProtoJSON sees it. ProtoJSON is lenient where the contract is not: it
-// accepts "16" for an integer and treats null as "not set". Here every field
-// must have its JSON type, unknown properties are refused, and null is allowed
-// only where the contract makes a field nullable. The result is the ProtoJSON
-// form of the body, with nullable wrappers (`keyhold.v2.Nullable*`) and the
-// `set_<field>` presence flags filled in.
+// and its conversion to the generated message shape in the same walk. ProtoJSON
+// is lenient where the contract is not: it accepts "16" for an integer and
+// treats null as "not set". Here every field must have its JSON type, unknown
+// properties are refused, and null is allowed only where the contract makes a
+// field nullable. The result has every field the generated type has (defaults
+// filled, 64-bit integers as bigint), with the nullable wrappers
+// (`keyhold.v2.Nullable*`) and the `set_<field>` presence flags set.
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { FieldError } from "../domain/errors.js";
 
 /** Fields whose JSON null means "unset" (an unlimited credit balance). */
 const NULL_MEANS_UNSET = new Set(["keyhold.v2.KeyCredits.remaining", "keyhold.v2.UpdateCreditsRequest.value"]);
 
 /** Fields whose JSON null stands for another value (updateKey `credits: null` = unlimited, refill cleared). */
-const NULL_MEANS: Record<string, unknown> = { "keyhold.v2.UpdateKeyRequest.credits": { remaining: {} } };
+const NULL_MEANS: Record<string, () => unknown> = { "keyhold.v2.UpdateKeyRequest.credits": () => ({ remaining: {} }) };
+
+const INT64_TYPES = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
 
 const INTEGER_TYPES = new Set([
   ScalarType.INT32,
@@ -95,6 +99,51 @@ function isNullableWrapper(desc: DescMessage): boolean {
   return desc.typeName.startsWith("keyhold.v2.Nullable");
 }
 
+interface Plan {
+  byJsonName: Map<string, DescField>;
+  /** set_<field> flag of a field, by the field's name. */
+  flags: Map<string, DescField>;
+  /** Fields with their value when absent from the body. */
+  defaults: Array<[string, () => Json]>;
+  names: string;
+}
+
+const plans = new WeakMap<DescMessage, Plan>();
+
+function zero(f: DescField): (() => Json) | undefined {
+  if (f.fieldKind === "list") return () => [];
+  if (f.fieldKind === "map") return () => ({});
+  if (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT) {
+    if (INT64_TYPES.has(f.scalar)) return () => 0n;
+    if (f.scalar === ScalarType.STRING) return () => "";
+    if (f.scalar === ScalarType.BOOL) return () => false;
+    if (f.scalar === ScalarType.BYTES) return () => new Uint8Array(0);
+    return () => 0;
+  }
+  return undefined;
+}
+
+function planOf(desc: DescMessage): Plan {
+  let plan = plans.get(desc);
+  if (plan === undefined) {
+    const byJsonName = new Map<string, DescField>();
+    const flags = new Map<string, DescField>();
+    const defaults: Array<[string, () => Json]> = [];
+    for (const f of desc.fields) {
+      if (f.name.startsWith("set_")) {
+        flags.set(f.name.slice(4), f);
+      } else {
+        byJsonName.set(f.jsonName, f);
+      }
+      const z = zero(f);
+      if (z !== undefined) defaults.push([f.localName, z]);
+    }
+    plan = { byJsonName, flags, defaults, names: [...byJsonName.keys()].join(", ") };
+    plans.set(desc, plan);
+  }
+  return plan;
+}
+
 export function checkBody(desc: DescMessage, body: Json): { json: Record<string, Json>; errors: FieldError[] } {
   const errors: FieldError[] = [];
   if (!isObject(body)) {
@@ -106,24 +155,25 @@ export function checkBody(desc: DescMessage, body: Json): { json: Record<string,
 }
 
 function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string, errors: FieldError[]): Record<string, Json> {
+  const plan = planOf(desc);
   const out: Record<string, Json> = {};
-  const byJsonName = new Map<string, DescField>();
-  for (const f of desc.fields) if (!f.name.startsWith("set_")) byJsonName.set(f.jsonName, f);
-  for (const [key, value] of Object.entries(obj)) {
+  for (const [k, z] of plan.defaults) out[k] = z();
+  for (const key in obj) {
+    const value = obj[key];
     const name = path === "" ? key : `${path}.${key}`;
-    const field = byJsonName.get(key);
+    const field = plan.byJsonName.get(key);
     if (field === undefined) {
       errors.push({
         location: `body.${name}`,
         message: `${name} is not a known field of this request.`,
-        fix: `Remove ${name}; the fields are: ${[...byJsonName.keys()].join(", ")}.`,
+        fix: `Remove ${name}; the fields are: ${plan.names}.`,
       });
       continue;
     }
-    const flag = desc.fields.find((f) => f.name === `set_${field.name}`);
-    if (flag !== undefined) out[flag.jsonName] = true;
+    const flag = plan.flags.get(field.name);
+    if (flag !== undefined) out[flag.localName] = true;
     const checked = checkField(field, value, name, errors);
-    if (checked !== undefined) out[key] = checked;
+    if (checked !== undefined) out[field.localName] = checked;
   }
   return out;
 }
@@ -133,7 +183,8 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
   const fq = `${field.parent.typeName}.${field.name}`;
   if (value === null) {
     if (NULL_MEANS_UNSET.has(fq)) return undefined;
-    if (fq in NULL_MEANS) return NULL_MEANS[fq];
+    const replacement = NULL_MEANS[fq];
+    if (replacement !== undefined) return replacement();
     if (field.fieldKind === "message" && isNullableWrapper(field.message)) return {};
     errors.push({ location: `body.${name}`, message: `${name} must not be null.`, fix: `Omit ${name} or send a value.` });
     return undefined;
@@ -144,7 +195,7 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
         errors.push({ location: `body.${name}`, message: `${name} must be ${scalarName(field.scalar)}, not ${describeType(value)}.` });
         return undefined;
       }
-      return value;
+      return INT64_TYPES.has(field.scalar) ? BigInt(value as number) : value;
     case "enum":
       if (typeof value !== "string") {
         errors.push({ location: `body.${name}`, message: `${name} must be a string, not ${describeType(value)}.` });
@@ -164,7 +215,7 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
         if (field.listKind === "scalar") {
           if (!checkScalar(field.scalar, item)) {
             errors.push({ location: `body.${itemName}`, message: `${itemName} must be ${scalarName(field.scalar)}, not ${describeType(item)}.` });
-          } else items.push(item);
+          } else items.push(INT64_TYPES.has(field.scalar) ? BigInt(item as number) : item);
         } else if (field.listKind === "message") {
           items.push(checkMessageValue(field.message, item, itemName, errors));
         } else {

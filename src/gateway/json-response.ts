@@ -1,38 +1,111 @@
-// Response messages to the contract's JSON. ProtoJSON with every implicit field
-// emitted (so `valid: false` and `hasMore: false` are sent), then: empty arrays
-// dropped (the contract omits empty lists), and a credits object without a
-// balance gets `remaining: null` (unlimited), the one nullable response field.
-import { type DescField, type DescMessage, ScalarType, toJson } from "@bufbuild/protobuf";
-import type { JsonValue } from "@bufbuild/protobuf";
+// Response messages (or their init shapes) to the contract's JSON, by a writer
+// compiled once per message type. The rules:
+//   - every implicit-presence scalar is sent, default included (`valid: false`,
+//     `hasMore: false`); optional scalars and messages only when set;
+//   - 64-bit integers are JSON numbers (ProtoJSON would write strings; the SDK wants numbers);
+//   - empty lists are left out (the contract omits empty arrays);
+//   - a credits object without a balance gets `remaining: null` (unlimited), the
+//     one nullable response field;
+//   - google.protobuf.Struct fields are the JSON object itself.
+// It reads plain init objects and created messages alike, so no create()/toJson()
+// reflection runs on the hot path.
+import { type DescField, type DescMessage, type JsonValue, ScalarType } from "@bufbuild/protobuf";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 
 type JsonObj = { [k: string]: JsonValue };
-
-export function messageToJson(desc: DescMessage, msg: unknown): JsonObj {
-  const json = toJson(desc, msg as never, { alwaysEmitImplicit: true }) as JsonObj;
-  clean(desc, json);
-  return json;
-}
+type Writer = (v: unknown) => JsonObj;
 
 const INT64 = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
-const isInt64 = (f: DescField): boolean => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && INT64.has(f.scalar as ScalarType);
 
-// ProtoJSON writes 64-bit integers as strings; the contract (and the SDK) want numbers.
-function clean(desc: DescMessage, obj: JsonObj): void {
-  if (desc.typeName === "keyhold.v2.KeyCredits" && !("remaining" in obj)) obj.remaining = null;
-  for (const field of desc.fields) {
-    const v = obj[field.jsonName];
-    if (v === undefined || v === null) continue;
-    if (isInt64(field)) {
-      obj[field.jsonName] = Array.isArray(v) ? v.map((x) => Number(x)) : Number(v);
-      continue;
-    }
-    if (field.fieldKind === "list") {
-      if (Array.isArray(v) && v.length === 0) delete obj[field.jsonName];
-      else if (field.listKind === "message" && Array.isArray(v)) for (const item of v) clean(field.message, item as JsonObj);
-    } else if (field.fieldKind === "message" && field.message.typeName.startsWith("keyhold.") && v !== null && typeof v === "object") {
-      clean(field.message, v as JsonObj);
-    }
+function scalarDefault(t: ScalarType): JsonValue {
+  if (t === ScalarType.STRING || t === ScalarType.BYTES) return "";
+  if (t === ScalarType.BOOL) return false;
+  return 0;
+}
+
+const writers = new WeakMap<DescMessage, Writer>();
+
+export function writerFor(desc: DescMessage): Writer {
+  let w = writers.get(desc);
+  if (w === undefined) {
+    w = compile(desc);
+    writers.set(desc, w);
   }
+  return w;
+}
+
+function valueWriter(f: DescField, kind: "scalar" | "enum" | "message", scalar: ScalarType | undefined, message: DescMessage | undefined): (v: unknown) => JsonValue {
+  if (kind === "message" && message !== undefined) {
+    if (message.typeName === "google.protobuf.Struct" || message.typeName === "google.protobuf.Value") return (v) => v as JsonValue;
+    return (v) => writerFor(message)(v);
+  }
+  if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return (v) => Number(v as bigint | number);
+  void f;
+  return (v) => v as JsonValue;
+}
+
+function compile(desc: DescMessage): Writer {
+  const steps = desc.fields.map((f) => {
+    const key = f.localName;
+    const json = f.jsonName;
+    if (f.fieldKind === "list") {
+      const item = valueWriter(f, f.listKind === "message" ? "message" : "scalar", f.listKind === "scalar" ? f.scalar : undefined, f.listKind === "message" ? f.message : undefined);
+      return (src: Record<string, unknown>, out: JsonObj) => {
+        const v = src[key] as unknown[] | undefined;
+        if (v !== undefined && v.length > 0) out[json] = v.map(item);
+      };
+    }
+    if (f.fieldKind === "map") {
+      return (src: Record<string, unknown>, out: JsonObj) => {
+        const v = src[key];
+        if (v !== undefined && Object.keys(v as object).length > 0) out[json] = v as JsonValue;
+      };
+    }
+    const write = valueWriter(f, f.fieldKind, f.fieldKind === "scalar" ? f.scalar : undefined, f.fieldKind === "message" ? f.message : undefined);
+    const implicit = f.fieldKind !== "message" && f.presence === FeatureSet_FieldPresence.IMPLICIT;
+    const dflt = f.fieldKind === "scalar" ? scalarDefault(f.scalar) : 0;
+    return (src: Record<string, unknown>, out: JsonObj) => {
+      const v = src[key];
+      if (v !== undefined) out[json] = write(v);
+      else if (implicit) out[json] = dflt;
+    };
+  });
+  const nullableRemaining = desc.typeName === "keyhold.v2.KeyCredits";
+  return (v: unknown) => {
+    const src = (v ?? {}) as Record<string, unknown>;
+    const out: JsonObj = {};
+    for (const step of steps) step(src, out);
+    if (nullableRemaining && out.remaining === undefined) out.remaining = null;
+    return out;
+  };
+}
+
+export function messageToJson(desc: DescMessage, msg: unknown): JsonObj {
+  return writerFor(desc)(msg);
+}
+
+interface Shape {
+  /** The field whose rows go in `data` (list responses), or undefined. */
+  rows: DescField | undefined;
+  /** The single message field to unwrap into `data`, or undefined. */
+  unwrap: DescField | undefined;
+  paginated: boolean;
+}
+
+const shapes = new WeakMap<DescMessage, Shape>();
+
+function shapeOf(desc: DescMessage): Shape {
+  let s = shapes.get(desc);
+  if (s === undefined) {
+    const paginated = desc.fields.some((f) => f.name === "pagination");
+    s = {
+      paginated,
+      rows: paginated ? desc.fields.find((f) => f.fieldKind === "list") : undefined,
+      unwrap: !paginated && desc.fields.length === 1 && desc.fields[0]?.fieldKind === "message" ? desc.fields[0] : undefined,
+    };
+    shapes.set(desc, s);
+  }
+  return s;
 }
 
 /**
@@ -42,10 +115,10 @@ function clean(desc: DescMessage, obj: JsonObj): void {
  */
 export function shapeResponse(path: string, desc: DescMessage, msg: unknown): { data: JsonValue; pagination?: JsonValue } {
   const json = messageToJson(desc, msg);
-  const pagination = desc.fields.find((f) => f.name === "pagination");
-  if (pagination !== undefined) {
-    const rows = desc.fields.find((f) => f.fieldKind === "list");
+  const shape = shapeOf(desc);
+  if (shape.paginated) {
     const page = json.pagination ?? { hasMore: false };
+    const rows = shape.rows;
     if (path === "keys.listKeys" || rows === undefined) {
       const { pagination: _p, ...rest } = json;
       if (rows !== undefined && rest[rows.jsonName] === undefined) rest[rows.jsonName] = [];
@@ -53,8 +126,6 @@ export function shapeResponse(path: string, desc: DescMessage, msg: unknown): { 
     }
     return { data: json[rows.jsonName] ?? [], pagination: page };
   }
-  if (desc.fields.length === 1 && desc.fields[0]?.fieldKind === "message") {
-    return { data: json[desc.fields[0].jsonName] ?? {} };
-  }
+  if (shape.unwrap !== undefined) return { data: json[shape.unwrap.jsonName] ?? {} };
   return { data: json };
 }

@@ -1,7 +1,7 @@
 // The JSON front door: `POST /v2/<group>.<operation>` for every RPC of every
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
-import { create, type DescMessage, type DescService, fromJson } from "@bufbuild/protobuf";
+import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import sjson from "secure-json-parse";
 import { authenticate } from "../domain/auth/authenticate.js";
@@ -108,15 +108,9 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);
         if (errors.length > 0) throw invalidInput(errors);
-        let message: unknown;
-        try {
-          message = fromJson(route.input, json as never, { ignoreUnknownFields: false });
-        } catch (err) {
-          // The checks above should leave nothing for ProtoJSON to refuse; if it does, it is still the body's fault.
-          throw invalidInput([{ location: "body", message: `The body could not be read: ${(err as Error).message}` }]);
-        }
-        const response = await route.op(message, { principal, requestId: req.id });
-        const shaped = shapeResponse(route.path, route.output, create(route.output, response));
+        // `json` already has the generated message's shape: the same object a Connect or gRPC caller's request has.
+        const response = await route.op(json, { principal, requestId: req.id });
+        const shaped = shapeResponse(route.path, route.output, response);
         reply.header("content-type", "application/json; charset=utf-8");
         return shaped.pagination === undefined
           ? { meta: { requestId: req.id }, data: shaped.data }
