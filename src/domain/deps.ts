@@ -2,6 +2,7 @@ import type { Pool } from "mysql2/promise";
 import type { RecordCache } from "../cache/verification-cache.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import type { Clock } from "./clock.js";
+import type { CreditSpender } from "./keys/credits.js";
 import type { KeyRecord } from "./keys/record.js";
 import type { Limiter } from "./ratelimit/limiter.js";
 import type { UsageRecorder } from "./keys/usage.js";
@@ -26,6 +27,7 @@ export interface Deps {
   rootKeyCache: RecordCache<RootKeyRecord>;
   limiter: Limiter;
   usage: UsageRecorder;
+  credits: CreditSpender;
   vault: Vault;
   /** Evicts cached records here at once and tells other instances. */
   invalidate(kind: InvalidationKind, id: string): Promise<void>;

@@ -8,6 +8,7 @@ import { systemClock, type Clock } from "../domain/clock.js";
 import type { Deps, InvalidationKind, Logger } from "../domain/deps.js";
 import { keyRecordSize, type KeyRecord } from "../domain/keys/record.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
+import { CreditSpender } from "../domain/keys/credits.js";
 import { MemoryLimiter } from "../domain/ratelimit/limiter.js";
 import { stateDir } from "../paths.js";
 import { touchKeys } from "../storage/keys.js";
@@ -80,6 +81,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     rootKeyCache,
     limiter,
     usage,
+    credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadEncryptionKey(config, log)),
     invalidate: (kind, id) => invalidations.publish(kind, id),
   };

@@ -274,3 +274,41 @@ export async function touchKeys(db: Queryable, used: Map<string, number>): Promi
     [...params, ...ids],
   );
 }
+
+/**
+ * Spends a batch one cost at a time under a row lock: each either fits what is
+ * left (and is spent) or is refused whole. Returns, per cost, whether it was
+ * spent and the balance after it; `unlimited` when the key has no balance.
+ */
+export async function spendEach(
+  pool: import("mysql2/promise").Pool,
+  keyId: string,
+  costs: readonly number[],
+): Promise<{ unlimited: boolean; results: Array<{ ok: boolean; remaining: number }> }> {
+  const conn = await pool.getConnection();
+  try {
+    await conn.beginTransaction();
+    const r = await one(conn, "SELECT remaining_requests FROM `keys` WHERE id = ? FOR UPDATE", [keyId]);
+    const start = optNum(r?.remaining_requests);
+    if (start === undefined) {
+      await conn.commit();
+      return { unlimited: true, results: [] };
+    }
+    let left = start;
+    const results = costs.map((c) => {
+      if (c <= left) {
+        left -= c;
+        return { ok: true, remaining: left };
+      }
+      return { ok: false, remaining: left };
+    });
+    if (left !== start) await exec(conn, "UPDATE `keys` SET remaining_requests = ? WHERE id = ?", [left, keyId]);
+    await conn.commit();
+    return { unlimited: false, results };
+  } catch (err) {
+    await conn.rollback().catch(() => undefined);
+    throw err;
+  } finally {
+    conn.release();
+  }
+}

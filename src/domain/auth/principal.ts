@@ -8,9 +8,26 @@ export interface Principal {
   permissions: readonly string[];
 }
 
+// Decisions per grant list (one list object per cached root key), so a hot root
+// key answers "may it X?" from a map instead of matching globs every request.
+const decisions = new WeakMap<readonly string[], Map<string, boolean>>();
+
+/** Whether these grants cover the wanted permission (memoised per grant list). */
+export function covers(grants: readonly string[], wanted: string): boolean {
+  let memo = decisions.get(grants);
+  if (memo === undefined) decisions.set(grants, (memo = new Map()));
+  let yes = memo.get(wanted);
+  if (yes === undefined) {
+    yes = anyGrantCovers(grants, wanted);
+    if (memo.size > 10_000) memo.clear();
+    memo.set(wanted, yes);
+  }
+  return yes;
+}
+
 /** Whether the principal holds any of the wanted permissions. */
 export function holdsAny(p: Principal, wanted: readonly string[]): boolean {
-  for (const w of wanted) if (anyGrantCovers(p.permissions, w)) return true;
+  for (const w of wanted) if (covers(p.permissions, w)) return true;
   return false;
 }
 

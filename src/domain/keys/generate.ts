@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
 
 /** `prefix_` + base58 of byteLength CSPRNG bytes (just the base58 part without a prefix). */
@@ -11,5 +11,5 @@ export function generateKey(prefix: string | undefined, byteLength: number): { k
 
 /** What is stored and looked up: standard base64 of SHA-256 of the whole key (44 characters). */
 export function hashKey(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("base64");
+  return hash("sha256", key, "base64");
 }

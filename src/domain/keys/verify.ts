@@ -1,7 +1,7 @@
 // keys.verifyKey: the hot path. Checks run in the contract's order (§5.3); the
 // first failure wins and later stages consume nothing.
-import { applyRefill, readCredits, spendCredits } from "../../storage/keys.js";
-import { type Principal, holdsAny } from "../auth/principal.js";
+import { applyRefill, readCredits } from "../../storage/keys.js";
+import { type Principal, covers, holdsAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { limits } from "../limits.js";
@@ -47,11 +47,17 @@ export type VerifyOutcome =
 
 const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
 
+const someVerifyGrant = new WeakMap<readonly string[], boolean>();
+
 /** Whether the root key holds any verify_key grant at all (for the 403 of contract §5.4). */
 function holdsSomeVerifyGrant(p: Principal): boolean {
-  return p.permissions.some(
-    (g) => (g.startsWith("apis.") && g.endsWith(".verify_key")) || holdsAny({ ...p, permissions: [g] }, ["apis.\u0000.verify_key"]),
-  );
+  let yes = someVerifyGrant.get(p.permissions);
+  if (yes === undefined) {
+    // A grant for one API, or a glob that covers verify_key on some API.
+    yes = p.permissions.some((g) => (g.startsWith("apis.") && g.endsWith(".verify_key")) || covers([g], "apis.\u0000.verify_key"));
+    someVerifyGrant.set(p.permissions, yes);
+  }
+  return yes;
 }
 
 function validate(input: VerifyKeyInput): void {
@@ -144,7 +150,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     const remaining = await readCredits(deps.pool, key.id);
     return result("VALID", remaining, outcomes);
   }
-  const spent = await spendCredits(deps.pool, key.id, cost);
+  const spent = await deps.credits.spend(key.id, cost);
   if (spent.ok) return result("VALID", spent.remaining, outcomes);
   // No balance at all means the key became unlimited since it was cached.
   if (spent.remaining === undefined) return result("VALID", undefined, outcomes);
