@@ -7,6 +7,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -77,7 +78,50 @@ function autocannon(url: string, body: string, auth: string | undefined, seconds
   return { rps: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.errors, non2xx: out.non2xx, ok: out["2xx"] };
 }
 
+const hasH2load = (() => {
+  try {
+    execFileSync("h2load", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** gRPC load with h2load (Debian's nghttp2-client) when it is installed, else with a grpc-js client process. */
 function grpcLoad(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
+  return hasH2load ? h2load(port, rpcPath, body, auth, seconds) : grpcJsLoad(port, rpcPath, body, auth, seconds);
+}
+
+function h2load(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-"));
+  try {
+    // One gRPC message frame: no compression, 4-byte big-endian length, the message.
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    Buffer.from(body).copy(frame, 5);
+    fs.writeFileSync(path.join(dir, "body"), frame);
+    const args = ["-c", String(CONNECTIONS), "-m", "1", "-t", "1", "-D", String(seconds), "--warm-up-time=2", "-d", path.join(dir, "body"), "-H", "content-type: application/grpc", "-H", "te: trailers", `--log-file=${path.join(dir, "log")}`];
+    if (auth) args.push("-H", `authorization: ${auth}`);
+    args.push(`http://127.0.0.1:${port}${rpcPath}`);
+    const [cmd, a] = pinned(1, "h2load", args);
+    const out = execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString();
+    const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
+    const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
+    const times = fs
+      .readFileSync(path.join(dir, "log"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => Number(l.split("\t")[2]) / 1000)
+      .filter((x) => Number.isFinite(x))
+      .sort((x, y) => x - y);
+    const pct = (q: number) => times[Math.min(times.length - 1, Math.floor((times.length * q) / 100))] ?? 0;
+    return { rps: done / seconds, p50: pct(50), p99: pct(99), errors: failed };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function grpcJsLoad(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
   const script = path.join(here, "grpc-load.js");
   const [cmd, a] = pinned(1, process.execPath, [script, `127.0.0.1:${port}`, rpcPath, Buffer.from(body).toString("base64"), auth ?? "-", String(CONNECTIONS), String(seconds), "2"]);
   const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString());
@@ -109,7 +153,7 @@ async function post(base: string, op: string, body: unknown, rootKey: string): P
 }
 
 async function main() {
-  log(`${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", server on CPU 0 and load on CPU 1" : ""}`);
+  log(`${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", server on CPU 0 and load on CPU 1" : ""}; gRPC load from ${hasH2load ? "h2load" : "a grpc-js client (install nghttp2-client for h2load)"}`);
   const results: Record<string, Figure & { ratio?: number; baseline?: string }> = {};
 
   log("baseline A: bare Fastify JSON route");
@@ -183,7 +227,7 @@ async function main() {
       verifyCredits: { ratio: ">= 0.25", met: (results.verifyCredits?.ratio ?? 0) >= 0.25 },
       createKey: { keysPerSecond: ">= 1000", met: (results.createKey?.rps ?? 0) >= 1000 },
     };
-    const report = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, pinned: hasTaskset, results, creditsExact, targets };
+    const report = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, pinned: hasTaskset, grpcLoad: hasH2load ? "h2load" : "grpc-js", results, creditsExact, targets };
     fs.mkdirSync(path.join(root, "bench"), { recursive: true });
     fs.writeFileSync(path.join(root, "bench", "results.json"), `${JSON.stringify(report, null, 2)}\n`);
 

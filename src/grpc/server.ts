@@ -61,7 +61,6 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
     handlers[m.name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const requestId = newId("req");
       const auth = call.metadata.get("authorization")[0];
-      call.sendMetadata(new grpc.Metadata());
       invokeRpc(deps, docsBase, `${service.typeName}/${m.name}`, op, call.request, typeof auth === "string" ? auth : undefined, requestId).then(
         (res) => callback(null, res),
         (err) => callback(toServiceError(err)),
