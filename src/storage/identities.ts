@@ -2,6 +2,7 @@
 // the deletion time otherwise: the unique index (workspace_id, external_id,
 // deleted) keeps an externalId unique among live identities and frees it on delete.
 import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
+import { toLimit } from "./keys.js";
 import { exec, isDuplicateKey, num, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 
 export interface IdentityRow extends IdentityRecord {
@@ -18,13 +19,6 @@ function parseMeta(text: string | undefined): Record<string, unknown> | undefine
   return Object.keys(meta).length > 0 ? meta : undefined;
 }
 
-const toLimit = (r: Row): RatelimitConfig => ({
-  id: String(r.id),
-  name: String(r.name),
-  limit: num(r.limit),
-  duration: num(r.duration),
-  autoApply: Boolean(r.auto_apply),
-});
 
 async function withRatelimits(db: Queryable, base: Row[]): Promise<IdentityRow[]> {
   if (base.length === 0) return [];

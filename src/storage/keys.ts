@@ -114,7 +114,7 @@ function toDetails(r: Row): Omit<KeyDetails, "identity" | "ratelimits" | "permis
   };
 }
 
-const toLimit = (r: Row): RatelimitConfig => ({
+export const toLimit = (r: Row): RatelimitConfig => ({
   id: String(r.id),
   name: String(r.name),
   limit: num(r.limit),

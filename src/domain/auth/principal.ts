@@ -1,5 +1,5 @@
 import { AppError } from "../errors.js";
-import { anyGrantCovers } from "./wildcard.js";
+import { anyGrantCovers, grantCovers } from "./wildcard.js";
 
 /** Who is calling: a root key acting on its workspace. */
 export interface Principal {
@@ -29,6 +29,37 @@ export function covers(grants: readonly string[], wanted: string): boolean {
 export function holdsAny(p: Principal, wanted: readonly string[]): boolean {
   for (const w of wanted) if (covers(p.permissions, w)) return true;
   return false;
+}
+
+const someGrant = new WeakMap<readonly string[], Map<string, boolean>>();
+
+/**
+ * Whether some grant could allow `action` on some resource of this kind (any id).
+ * Used to answer 403 before a lookup to a key that could never be allowed, so it
+ * cannot probe which resources exist; a key with such a grant is then checked
+ * exactly once the resource's id is known.
+ */
+export function holdsSomeGrantFor(p: Principal, resource: string, action: string): boolean {
+  let memo = someGrant.get(p.permissions);
+  if (memo === undefined) someGrant.set(p.permissions, (memo = new Map()));
+  const k = `${resource}.${action}`;
+  let yes = memo.get(k);
+  if (yes === undefined) {
+    yes = p.permissions.some(
+      (g) => grantCovers(g, `${resource}.\u0000.${action}`) || (g.startsWith(`${resource}.`) && (g.endsWith(`.${action}`) || g.endsWith("*"))),
+    );
+    memo.set(k, yes);
+  }
+  return yes;
+}
+
+/** Throws 403 naming both grant forms unless some grant could allow the action. */
+export function requireSomeGrantFor(p: Principal, resource: string, action: string, idName: string): void {
+  if (holdsSomeGrantFor(p, resource, action)) return;
+  throw new AppError(
+    "err:svc:authorization:insufficient_permissions",
+    `Missing one of these permissions: '${resource}.*.${action}' or '${resource}.<${idName}>.${action}'`,
+  );
 }
 
 /** Throws 403 naming the permissions needed unless the principal holds one of them. */

@@ -16,8 +16,7 @@ import {
 } from "../../storage/identities.js";
 import { insertRatelimits } from "../../storage/keys.js";
 import { transaction } from "../../storage/sql.js";
-import { type Principal, requireAny } from "../auth/principal.js";
-import { grantCovers } from "../auth/wildcard.js";
+import { type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -33,20 +32,8 @@ export const identityNotFound = (): AppError => new AppError("err:svc:data:ident
 /** `identity.*.<action>` or `identity.<identityId>.<action>`. */
 export const identityPermission = (identityId: string, action: string): string[] => [`identity.*.${action}`, `identity.${identityId}.${action}`];
 
-/**
- * Whether some grant could allow `action` on some identity. A key without one
- * gets its 403 before any lookup, so it cannot probe which identities exist; a
- * key with one is checked exactly once the identity's id is known.
- */
 function requireSomeIdentityGrant(p: Principal, action: string): void {
-  const some = p.permissions.some(
-    (g) => grantCovers(g, `identity.\u0000.${action}`) || (g.startsWith("identity.") && (g.endsWith(`.${action}`) || g.endsWith("*"))),
-  );
-  if (some) return;
-  throw new AppError(
-    "err:svc:authorization:insufficient_permissions",
-    `Missing one of these permissions: 'identity.*.${action}' or 'identity.<identityId>.${action}'`,
-  );
+  requireSomeGrantFor(p, "identity", action, "identityId");
 }
 
 /** Looks the identity up after the grant pre-check, then checks the grant on its id. */

@@ -1,7 +1,7 @@
 // keys.verifyKey: the hot path. Checks run in the contract's order (§5.3); the
 // first failure wins and later stages consume nothing.
 import { applyRefill, readCredits } from "../../storage/keys.js";
-import { type Principal, covers, holdsAny } from "../auth/principal.js";
+import { type Principal, holdsAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { limits } from "../limits.js";
@@ -47,18 +47,6 @@ export type VerifyOutcome =
 
 const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
 
-const someVerifyGrant = new WeakMap<readonly string[], boolean>();
-
-/** Whether the root key holds any verify_key grant at all (for the 403 of contract §5.4). */
-function holdsSomeVerifyGrant(p: Principal): boolean {
-  let yes = someVerifyGrant.get(p.permissions);
-  if (yes === undefined) {
-    // A grant for one API, or a glob that covers verify_key on some API.
-    yes = p.permissions.some((g) => (g.startsWith("apis.") && g.endsWith(".verify_key")) || covers([g], "apis.\u0000.verify_key"));
-    someVerifyGrant.set(p.permissions, yes);
-  }
-  return yes;
-}
 
 function validate(input: VerifyKeyInput): void {
   const v = new Validator();
@@ -84,12 +72,8 @@ function validate(input: VerifyKeyInput): void {
 
 export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Promise<VerifyOutcome> {
   validate(input);
-  if (!holdsSomeVerifyGrant(p)) {
-    throw new AppError(
-      "err:svc:authorization:insufficient_permissions",
-      "Missing one of these permissions: 'apis.*.verify_key' or 'apis.<apiId>.verify_key'",
-    );
-  }
+  // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND (§5.4).
+  requireSomeGrantFor(p, "apis", "verify_key", "apiId");
   const key = await keyRecordByHash(deps, hashKey(input.key));
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.

@@ -6,8 +6,7 @@
 // cached: a change made through this instance is seen by the very next request
 // (decision 12), and the reads are single indexed lookups.
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
-import { type Principal, requireAny } from "../auth/principal.js";
-import { grantCovers } from "../auth/wildcard.js";
+import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -24,23 +23,10 @@ export const validateNamespaceRef = (v: Validator, field: string, ref: string): 
 /** `ratelimit.*.<action>` or `ratelimit.<namespaceId>.<action>`. */
 export const namespacePermission = (namespaceId: string, action: string): string[] => [`ratelimit.*.${action}`, `ratelimit.${namespaceId}.${action}`];
 
-/**
- * Whether some grant of the principal could allow `action` on some namespace.
- * A key without one gets its 403 before any lookup, so it learns nothing about
- * which namespaces exist; a key with one is checked exactly once the id is known.
- */
-export function mayActOnSomeNamespace(p: Principal, action: string): boolean {
-  return p.permissions.some(
-    (g) => grantCovers(g, `ratelimit.\u0000.${action}`) || (g.startsWith("ratelimit.") && (g.endsWith(`.${action}`) || g.endsWith("*"))),
-  );
-}
+export const mayActOnSomeNamespace = (p: Principal, action: string): boolean => holdsSomeGrantFor(p, "ratelimit", action);
 
 export function requireSomeNamespaceGrant(p: Principal, action: string): void {
-  if (mayActOnSomeNamespace(p, action)) return;
-  throw new AppError(
-    "err:svc:authorization:insufficient_permissions",
-    `Missing one of these permissions: 'ratelimit.*.${action}' or 'ratelimit.<namespaceId>.${action}'`,
-  );
+  requireSomeGrantFor(p, "ratelimit", action, "namespaceId");
 }
 
 export const namespaceNotFound = (): AppError => new AppError("err:svc:data:ratelimit_namespace_not_found");
