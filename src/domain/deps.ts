@@ -1,5 +1,6 @@
 import type { Pool } from "mysql2/promise";
 import type { RecordCache } from "../cache/verification-cache.js";
+import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import type { Clock } from "./clock.js";
 import type { CreditSpender } from "./keys/credits.js";
@@ -16,7 +17,7 @@ export interface Logger {
 }
 
 /** What cache invalidation is about: a key (by id), an API, an identity, a root key (by hash). */
-export type InvalidationKind = "key" | "api" | "identity" | "workspace" | "rootkey" | "role" | "permission";
+export type InvalidationKind = "key" | "api" | "identity" | "workspace" | "rootkey" | "role" | "permission" | "namespace";
 
 /** Everything the operations need, built once at start (src/server/deps.ts). */
 export interface Deps {
@@ -25,6 +26,10 @@ export interface Deps {
   log: Logger;
   keyCache: RecordCache<KeyRecord>;
   rootKeyCache: RecordCache<RootKeyRecord>;
+  /** Namespaces by `${workspaceId}|${name or id}`; tagged `ns:<id>`. */
+  namespaceCache: RecordCache<NamespaceRow>;
+  /** Override candidates by `${namespaceId}|${identifier}`; tagged `ns:<id>`. */
+  overrideCache: RecordCache<{ rows: OverrideRow[] }>;
   limiter: Limiter;
   usage: UsageRecorder;
   credits: CreditSpender;

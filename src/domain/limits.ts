@@ -18,7 +18,7 @@ export const limits = {
   permissions: { maxItems: 1000, min: 1, max: 100 },
   expires: { min: 0, max: MAX_EXPIRES },
   ratelimits: { maxItems: 50 },
-  ratelimitName: { min: 3, max: 128 },
+  ratelimitName: { min: 3, max: 128, noTrailingSpace: true },
   ratelimitDuration: { min: 1000 },
   /** Hard cap on serialised meta; 10 KB is the documented advice. */
   metaBytes: 1_048_576,

@@ -8,6 +8,11 @@ interface StringRule {
   max?: number;
   pattern?: RegExp;
   patternText?: string;
+  /**
+   * For values stored in a unique column: the database's collation ignores
+   * trailing spaces when comparing, so `a` and `a ` would be the same row.
+   */
+  noTrailingSpace?: boolean;
 }
 
 interface NumberRule {
@@ -40,6 +45,8 @@ export class Validator {
       this.add(field, `${field} must be at most ${rule.max} characters long (got ${len}).`);
     } else if (rule.pattern !== undefined && !rule.pattern.test(value)) {
       this.add(field, `${field} must match ${rule.patternText ?? rule.pattern.source}.`);
+    } else if (rule.noTrailingSpace && / $/.test(value)) {
+      this.add(field, `${field} must not end with a space.`, `Trim the trailing spaces from ${field}.`);
     }
   }
 

@@ -105,6 +105,12 @@ interface Plan {
   flags: Map<string, DescField>;
   /** Fields with their value when absent from the body. */
   defaults: Array<[string, () => Json]>;
+  /**
+   * JSON names of numbers that must be sent: proto3 cannot tell a missing number
+   * from 0, but every non-optional number of a request is required by the
+   * contract (a rate limit's limit, a reroll's expiration, a credit cost...).
+   */
+  requiredNumbers: string[];
   names: string;
 }
 
@@ -129,7 +135,11 @@ function planOf(desc: DescMessage): Plan {
     const byJsonName = new Map<string, DescField>();
     const flags = new Map<string, DescField>();
     const defaults: Array<[string, () => Json]> = [];
+    const requiredNumbers: string[] = [];
     for (const f of desc.fields) {
+      if (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT && f.scalar !== ScalarType.STRING && f.scalar !== ScalarType.BOOL && f.scalar !== ScalarType.BYTES) {
+        requiredNumbers.push(f.jsonName);
+      }
       if (f.name.startsWith("set_")) {
         flags.set(f.name.slice(4), f);
       } else {
@@ -138,7 +148,7 @@ function planOf(desc: DescMessage): Plan {
       const z = zero(f);
       if (z !== undefined) defaults.push([f.localName, z]);
     }
-    plan = { byJsonName, flags, defaults, names: [...byJsonName.keys()].join(", ") };
+    plan = { byJsonName, flags, defaults, requiredNumbers, names: [...byJsonName.keys()].join(", ") };
     plans.set(desc, plan);
   }
   return plan;
@@ -174,6 +184,12 @@ function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string
     if (flag !== undefined) out[flag.localName] = true;
     const checked = checkField(field, value, name, errors);
     if (checked !== undefined) out[field.localName] = checked;
+  }
+  for (const key of plan.requiredNumbers) {
+    if (obj[key] === undefined) {
+      const name = path === "" ? key : `${path}.${key}`;
+      errors.push({ location: `body.${name}`, message: `${name} is required.`, fix: `Send ${name} as an integer.` });
+    }
   }
   return out;
 }

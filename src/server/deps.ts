@@ -12,6 +12,7 @@ import { CreditSpender } from "../domain/keys/credits.js";
 import { MemoryLimiter } from "../domain/ratelimit/limiter.js";
 import { stateDir } from "../paths.js";
 import { touchKeys } from "../storage/keys.js";
+import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import { DatabaseVault } from "../storage/vault.js";
 import type { Config } from "./config.js";
@@ -55,8 +56,17 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   };
   const keyCache = new RecordCache<KeyRecord>(cacheOpts, keyRecordSize);
   const rootKeyCache = new RecordCache<RootKeyRecord>({ ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 }, (r) => 200 + r.permissions.join().length);
+  const namespaceCache = new RecordCache<NamespaceRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (n) => 200 + n.name.length);
+  const overrideCache = new RecordCache<{ rows: OverrideRow[] }>(
+    { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 },
+    (o) => 64 + o.rows.reduce((n, r) => n + 120 + r.identifier.length, 0),
+  );
   const evict = (kind: InvalidationKind, id: string) => {
     switch (kind) {
+      case "namespace":
+        namespaceCache.deleteTag(`ns:${id}`);
+        overrideCache.deleteTag(`ns:${id}`);
+        break;
       case "rootkey":
         rootKeyCache.delete(id);
         rootKeyCache.deleteTag(`rootkey:${id}`);
@@ -79,6 +89,8 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     log,
     keyCache,
     rootKeyCache,
+    namespaceCache,
+    overrideCache,
     limiter,
     usage,
     credits: new CreditSpender(pool),

@@ -21,6 +21,8 @@ const common: Partial<PoolOptions> = {
   maxIdle: 20,
   idleTimeout: 60_000,
   enableKeepAlive: true,
+  // Bounds this pool's share of the server-wide max_prepared_stmt_count.
+  maxPreparedStatements: 256,
   supportBigNumbers: true,
   bigNumberStrings: false,
   dateStrings: true,

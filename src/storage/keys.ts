@@ -263,8 +263,12 @@ export async function applyRefill(db: Queryable, keyId: string, periodStart: num
 
 /** Writes last-used times in one statement (write-behind from the usage recorder). */
 export async function touchKeys(db: Queryable, used: Map<string, number>): Promise<void> {
-  if (used.size === 0) return;
-  const ids = [...used.keys()];
+  const all = [...used.keys()];
+  // Chunks keep each statement well under the 65,535-placeholder limit.
+  for (let i = 0; i < all.length; i += 1000) await touchChunk(db, all.slice(i, i + 1000), used);
+}
+
+async function touchChunk(db: Queryable, ids: string[], used: Map<string, number>): Promise<void> {
   const cases = ids.map(() => "WHEN ? THEN ?").join(" ");
   const params: (string | number)[] = [];
   for (const id of ids) params.push(id, used.get(id) ?? 0);

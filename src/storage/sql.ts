@@ -4,9 +4,17 @@ export type Queryable = Pool | PoolConnection;
 export type Row = RowDataPacket & Record<string, unknown>;
 type Param = string | number | bigint | boolean | null | Buffer;
 
-/** Prepared-statement read. */
+// Statements with a few parameters run as server-side prepared statements (the
+// hot paths). Statements built for a variable number of values (IN lists,
+// multi-row VALUES) would make one prepared statement per length on every pooled
+// connection, and the server's max_prepared_stmt_count is shared by everyone:
+// those run as plain queries with client-side escaping instead.
+const PREPARE_UP_TO = 8;
+
+/** Read (prepared when it has at most a few parameters). */
 export async function rows<T = Row>(db: Queryable, sql: string, params: readonly Param[] = []): Promise<T[]> {
-  const [r] = await db.execute<RowDataPacket[]>(sql, params as Param[]);
+  const [r] =
+    params.length <= PREPARE_UP_TO ? await db.execute<RowDataPacket[]>(sql, params as Param[]) : await db.query<RowDataPacket[]>(sql, params as Param[]);
   return r as unknown as T[];
 }
 
@@ -14,28 +22,41 @@ export async function one<T = Row>(db: Queryable, sql: string, params: readonly 
   return (await rows<T>(db, sql, params))[0];
 }
 
-/** Prepared-statement write. */
+/** Write (prepared when it has at most a few parameters). */
 export async function exec(db: Queryable, sql: string, params: readonly Param[] = []): Promise<ResultSetHeader> {
-  const [r] = await db.execute<ResultSetHeader>(sql, params as Param[]);
+  const [r] =
+    params.length <= PREPARE_UP_TO ? await db.execute<ResultSetHeader>(sql, params as Param[]) : await db.query<ResultSetHeader>(sql, params as Param[]);
   return r;
 }
 
 /** `?, ?, ?` for an IN list (callers never pass an empty list). */
 export const placeholders = (n: number): string => Array.from({ length: n }, () => "?").join(", ");
 
-/** Runs fn in a transaction on one connection; rolls back on any error. */
+const isRetryable = (err: unknown): boolean => {
+  const code = (err as { code?: string }).code;
+  return code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT";
+};
+
+/**
+ * Runs fn in a transaction on one connection; rolls back on any error. A
+ * deadlock (InnoDB chose this transaction as the victim) is retried a few times:
+ * fn must only touch the database, so running it again is safe.
+ */
 export async function transaction<T>(pool: Pool, fn: (conn: PoolConnection) => Promise<T>): Promise<T> {
-  const conn = await pool.getConnection();
-  try {
-    await conn.beginTransaction();
-    const result = await fn(conn);
-    await conn.commit();
-    return result;
-  } catch (err) {
-    await conn.rollback().catch(() => undefined);
-    throw err;
-  } finally {
-    conn.release();
+  for (let attempt = 1; ; attempt++) {
+    const conn = await pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      const result = await fn(conn);
+      await conn.commit();
+      return result;
+    } catch (err) {
+      await conn.rollback().catch(() => undefined);
+      if (attempt < 4 && isRetryable(err)) continue;
+      throw err;
+    } finally {
+      conn.release();
+    }
   }
 }
 

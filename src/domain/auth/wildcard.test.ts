@@ -75,3 +75,12 @@ describe("anyGrantCovers", () => {
     expect(anyGrantCovers([], "anything")).toBe(false);
   });
 });
+
+describe("grantCovers on hostile patterns", () => {
+  // A regular-expression matcher backtracks exponentially here and stalls the
+  // whole process; the scan must answer at once (a regression hangs this test).
+  it("a*a*…*c against a long run of a's is simply false", () => {
+    expect(grantCovers(`${"a*".repeat(40)}c`, "a".repeat(5000))).toBe(false);
+    expect(grantCovers(`${"a*".repeat(40)}a`, "a".repeat(5000))).toBe(true);
+  });
+});

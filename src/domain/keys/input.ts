@@ -61,8 +61,8 @@ export function validateRatelimits(v: Validator, field: string, list: readonly R
   list.forEach((r, i) => {
     const f = `${field}[${i}]`;
     v.required(`${f}.name`, r.name, limits.ratelimitName);
-    if (r.limit < 1) v.add(`${f}.limit`, `${f}.limit must be at least 1 (got ${r.limit}).`);
-    if (r.duration < limits.ratelimitDuration.min) v.add(`${f}.duration`, `${f}.duration must be at least 1000 ms (got ${r.duration}).`);
+    v.number(`${f}.limit`, r.limit, { min: 1, max: MAX_SAFE });
+    v.number(`${f}.duration`, r.duration, { min: limits.ratelimitDuration.min, max: MAX_SAFE });
     // Names are unique per owner; the database's collation ignores trailing spaces, so compare without them.
     const unique = r.name.replace(/ +$/, "");
     if (seen.has(unique)) v.add(`${f}.name`, `Ratelimit with name '${r.name}' is already defined in the request.`);

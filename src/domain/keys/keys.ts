@@ -78,13 +78,18 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   const hash = hashKey(key);
   const encrypted = input.recoverable ? await deps.vault.encrypt(p.workspaceId, key) : undefined;
 
+  const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
+  if (roles.missing !== undefined) throw roleNotFound(roles.missing);
+  // Shared rows (the identity, auto-created permission slugs) are made first, each
+  // committed on its own: concurrent requests creating the same one then find it,
+  // instead of missing it in their transaction's snapshot.
+  const identityId = input.externalId === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId, now);
+  const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+
   for (let attempt = 0; ; attempt++) {
     const keyId = newId("key", now);
     try {
       await transaction(deps.pool, async (conn) => {
-        const roles = await findRoles(conn, p.workspaceId, input.roles);
-        if (roles.missing !== undefined) throw roleNotFound(roles.missing);
-        const identityId = input.externalId === undefined ? undefined : await upsertIdentity(conn, p.workspaceId, input.externalId, now);
         await insertKeyRow(conn, {
           id: keyId,
           keyAuthId: api.keyAuthId,
@@ -106,7 +111,7 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
           now,
         });
         await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
-        await linkPermissions(conn, p.workspaceId, keyId, await ensurePermissions(conn, p.workspaceId, input.permissions, now), now);
+        await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now);
         await linkRoles(conn, p.workspaceId, keyId, roles.ids, now);
         if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
       });

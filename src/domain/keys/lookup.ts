@@ -11,17 +11,24 @@ export const keyTags = (k: KeyRecord): string[] => {
   return tags;
 };
 
-const inflight = new Map<string, Promise<KeyRecord | undefined>>();
+/** Loads in progress, per cache (one per process; several in tests). */
+const inflightByCache = new WeakMap<object, Map<string, Promise<KeyRecord | undefined>>>();
 
 export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
   const cached = deps.keyCache.get(hash);
   if (cached === MISS) return undefined;
   if (cached !== undefined) return cached;
-  // Concurrent misses on the same hash share one database read.
-  let p = inflight.get(hash);
+  // Concurrent misses on the same hash share one database read, but only within
+  // one cache generation: a read that started before a change must not answer a
+  // verification that started after it.
+  const slot = `${deps.keyCache.generation}|${hash}`;
+  let inflight = inflightByCache.get(deps.keyCache);
+  if (inflight === undefined) inflightByCache.set(deps.keyCache, (inflight = new Map()));
+  const pending = inflight;
+  let p = pending.get(slot);
   if (p === undefined) {
-    p = load(deps, hash).finally(() => inflight.delete(hash));
-    inflight.set(hash, p);
+    p = load(deps, hash).finally(() => pending.delete(slot));
+    pending.set(slot, p);
   }
   return p;
 }

@@ -75,6 +75,17 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     throw invalidField("credits.remaining", "`credits.remaining` must be provided when `credits.refill` is set.");
   }
 
+  // Shared rows first, each committed on its own (see createKey).
+  const identityId =
+    input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
+  const permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  let roleIds: string[] | undefined;
+  if (input.roles !== undefined) {
+    const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
+    if (roles.missing !== undefined) throw roleNotFound(roles.missing);
+    roleIds = roles.ids;
+  }
+
   await transaction(deps.pool, async (conn) => {
     // Lock the key row so concurrent updates apply one after the other.
     await one(conn, "SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [key.id]);
@@ -84,7 +95,7 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     if (input.expires !== undefined) cols.expires_at_m = input.expires.value ?? null;
     if (input.enabled !== undefined) cols.enabled = input.enabled;
     if (input.externalId !== undefined) {
-      cols.identity_id = input.externalId.value === undefined ? null : await upsertIdentity(conn, p.workspaceId, input.externalId.value, now);
+      cols.identity_id = identityId ?? null;
     }
     if (remaining !== undefined) {
       cols.remaining_requests = remaining.value ?? null;
@@ -102,15 +113,13 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     }
     await updateKeyColumns(conn, key.id, cols, now);
     if (ratelimits !== undefined) await replaceRatelimits(conn, { workspaceId: p.workspaceId, keyId: key.id }, ratelimits, now);
-    if (input.permissions !== undefined) {
+    if (permissionIds !== undefined) {
       await clearKeyPermissions(conn, key.id);
-      await linkPermissions(conn, p.workspaceId, key.id, await ensurePermissions(conn, p.workspaceId, input.permissions, now), now);
+      await linkPermissions(conn, p.workspaceId, key.id, permissionIds, now);
     }
-    if (input.roles !== undefined) {
-      const roles = await findRoles(conn, p.workspaceId, input.roles);
-      if (roles.missing !== undefined) throw roleNotFound(roles.missing);
+    if (roleIds !== undefined) {
       await clearKeyRoles(conn, key.id);
-      await linkRoles(conn, p.workspaceId, key.id, roles.ids, now);
+      await linkRoles(conn, p.workspaceId, key.id, roleIds, now);
     }
   });
   await deps.invalidate("key", key.id);

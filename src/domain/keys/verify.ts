@@ -4,7 +4,7 @@ import { applyRefill, readCredits } from "../../storage/keys.js";
 import { type Principal, holdsAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
-import { limits } from "../limits.js";
+import { MAX_SAFE, limits } from "../limits.js";
 import type { LimitCheck } from "../ratelimit/limiter.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
@@ -56,14 +56,14 @@ function validate(input: VerifyKeyInput): void {
   input.ratelimits.forEach((r, i) => {
     const f = `ratelimits[${i}]`;
     v.required(`${f}.name`, r.name, { min: 3, max: 255 });
-    v.number(`${f}.cost`, r.cost, { min: 0 });
+    v.number(`${f}.cost`, r.cost, { min: 0, max: MAX_SAFE });
     if (r.limit !== undefined && r.duration !== undefined) {
       // An inline limit must be one the limiter can enforce: never fail open.
-      v.number(`${f}.limit`, r.limit, { min: 1 });
-      v.number(`${f}.duration`, r.duration, { min: limits.ratelimitDuration.min });
+      v.number(`${f}.limit`, r.limit, { min: 1, max: MAX_SAFE });
+      v.number(`${f}.duration`, r.duration, { min: limits.ratelimitDuration.min, max: MAX_SAFE });
     } else {
-      v.number(`${f}.limit`, r.limit, { min: 0 });
-      v.number(`${f}.duration`, r.duration, { min: 0 });
+      v.number(`${f}.limit`, r.limit, { min: 0, max: MAX_SAFE });
+      v.number(`${f}.duration`, r.duration, { min: 0, max: MAX_SAFE });
     }
   });
   v.items("tags", input.tags, { maxItems: limits.tags.maxItems, min: limits.tags.min, max: limits.tags.max });

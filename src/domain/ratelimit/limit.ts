@@ -1,5 +1,6 @@
 // ratelimit.limit and ratelimit.multiLimit: standalone limits by arbitrary
 // identifier inside a namespace, with overrides (CONTRACT §3.5.1, §3.5.2, §7).
+import { MISS } from "../../cache/verification-cache.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
@@ -42,6 +43,17 @@ function validateLimitInput(v: Validator, prefix: string, input: LimitInput): vo
   v.number(`${prefix}cost`, input.cost, { min: 0, max: MAX_SAFE });
 }
 
+/** Override candidates for an identifier, through the cache (evicted by every override change). */
+async function overrideCandidates(deps: Deps, namespaceId: string, identifier: string) {
+  const key = `${namespaceId}|${identifier}`;
+  const hit = deps.overrideCache.get(key);
+  if (hit !== undefined && hit !== MISS) return hit.rows;
+  const generation = deps.overrideCache.generation;
+  const rows = await findOverrideCandidates(deps.pool, namespaceId, identifier);
+  if (deps.overrideCache.generation === generation) deps.overrideCache.set(key, { rows }, [`ns:${namespaceId}`]);
+  return rows;
+}
+
 interface Planned {
   input: LimitInput;
   check: LimitCheck;
@@ -64,7 +76,7 @@ async function plan(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Pr
     inputs.map(async (input) => {
       const ns = namespaces.get(input.namespace);
       if (ns === undefined) throw new Error(`namespace ${input.namespace} was not resolved`);
-      const override = bestOverride(input.identifier, await findOverrideCandidates(deps.pool, ns.id, input.identifier));
+      const override = bestOverride(input.identifier, await overrideCandidates(deps, ns.id, input.identifier));
       const check: LimitCheck = {
         key: `${p.workspaceId}|ns|${ns.id}|${input.identifier}`,
         limit: override?.limit ?? input.limit,

@@ -5,6 +5,8 @@
 // A batch of checks is all-or-nothing (§7.2). This in-memory store is exact on
 // one instance because Node runs each batch to completion without interleaving.
 
+import { LRUCache } from "lru-cache";
+
 export interface LimitCheck {
   /** Counter identity: workspace, scope (namespace or limit name) and identifier. */
   key: string;
@@ -33,11 +35,17 @@ interface Window {
   duration: number;
 }
 
+/**
+ * Counters are bounded: beyond `maxWindows` the least recently used counter is
+ * dropped (a flood of distinct identifiers cannot exhaust memory; what it costs
+ * is that the coldest identifiers start again from zero).
+ */
 export class MemoryLimiter implements Limiter {
-  private readonly windows = new Map<string, Window>();
+  private readonly windows: LRUCache<string, Window>;
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(sweepEveryMs = 30_000) {
+  constructor(sweepEveryMs = 30_000, maxWindows = 500_000) {
+    this.windows = new LRUCache<string, Window>({ max: maxWindows });
     this.sweeper = setInterval(() => this.sweep(Date.now()), sweepEveryMs);
     this.sweeper.unref();
   }
@@ -88,8 +96,8 @@ export class MemoryLimiter implements Limiter {
   }
 
   private sweep(now: number): void {
-    for (const [key, w] of this.windows) {
-      if (Math.floor(now / w.duration) > w.seq + 1) this.windows.delete(key);
-    }
+    const stale: string[] = [];
+    for (const [key, w] of this.windows.entries()) if (Math.floor(now / w.duration) > w.seq + 1) stale.push(key);
+    for (const key of stale) this.windows.delete(key);
   }
 }

@@ -2,9 +2,12 @@
 // ratelimit.limit/multiLimit. Permission strings always name the namespace by
 // its id (`ratelimit.rlns_….limit`), never by its name (CONTRACT §1.3).
 //
-// Namespaces and overrides are read from the database on every request, not
-// cached: a change made through this instance is seen by the very next request
-// (decision 12), and the reads are single indexed lookups.
+// ratelimit.limit reads namespaces and override candidates through in-process
+// caches (tagged by namespace id); every override change evicts its namespace's
+// entries here at once and on other instances through the invalidation log, so
+// the next request sees it (decision 12). Unknown namespaces are not cached: the
+// first use creates them.
+import { MISS } from "../../cache/verification-cache.js";
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
 import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
@@ -15,8 +18,8 @@ import type { Validator } from "../validate.js";
 export type { NamespaceRow };
 
 /** `[1..512]`, a name or an id (CONTRACT §3.5). */
-export const NAMESPACE_RULE = { min: 1, max: 512 } as const;
-export const IDENTIFIER_RULE = { min: 1, max: 512 } as const;
+export const NAMESPACE_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
+export const IDENTIFIER_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
 
 export const validateNamespaceRef = (v: Validator, field: string, ref: string): void => v.required(field, ref, NAMESPACE_RULE);
 
@@ -31,6 +34,16 @@ export function requireSomeNamespaceGrant(p: Principal, action: string): void {
 
 export const namespaceNotFound = (): AppError => new AppError("err:svc:data:ratelimit_namespace_not_found");
 export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimit_namespace_gone");
+
+async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Promise<NamespaceRow | undefined> {
+  const key = `${workspaceId}|${ref}`;
+  const hit = deps.namespaceCache.get(key);
+  if (hit !== undefined && hit !== MISS) return hit;
+  const generation = deps.namespaceCache.generation;
+  const ns = await findNamespace(deps.pool, workspaceId, ref);
+  if (ns !== undefined && deps.namespaceCache.generation === generation) deps.namespaceCache.set(key, ns, [`ns:${ns.id}`]);
+  return ns;
+}
 
 /** A live namespace for the override operations: unknown and deleted both read as missing. */
 export async function findLiveNamespace(deps: Deps, p: Principal, ref: string): Promise<NamespaceRow | undefined> {
@@ -47,7 +60,7 @@ export async function findLiveNamespace(deps: Deps, p: Principal, ref: string): 
 export async function namespacesForLimit(deps: Deps, p: Principal, refs: readonly string[]): Promise<Map<string, NamespaceRow>> {
   const now = deps.clock.now();
   const unique = [...new Set(refs)];
-  const found = await Promise.all(unique.map((ref) => findNamespace(deps.pool, p.workspaceId, ref)));
+  const found = await Promise.all(unique.map((ref) => cachedNamespace(deps, p.workspaceId, ref)));
   const missing: Array<{ ref: string; id: string }> = [];
   const out = new Map<string, NamespaceRow>();
   unique.forEach((ref, i) => {

@@ -3,42 +3,16 @@
 // `*` pattern that matches the whole identifier. "Best" must be deterministic:
 // most literal (non-`*`) characters, then fewest `*`, then the oldest, then id.
 
+import { wildcardMatches } from "../auth/wildcard.js";
+
 export interface OverrideCandidate {
   id: string;
   identifier: string;
   createdAt: number;
 }
 
-/**
- * Whether `pattern` matches all of `text`: `*` matches any run of characters
- * (none included), every other character is literal. Greedy matching with one
- * backtrack point, O(pattern × text) at worst: no regular expression, so a
- * pattern full of stars cannot blow up.
- */
-export function wildcardMatches(pattern: string, text: string): boolean {
-  const p = [...pattern];
-  const t = [...text];
-  let pi = 0;
-  let ti = 0;
-  let star = -1;
-  let mark = 0;
-  while (ti < t.length) {
-    if (pi < p.length && p[pi] !== "*" && p[pi] === t[ti]) {
-      pi++;
-      ti++;
-    } else if (pi < p.length && p[pi] === "*") {
-      star = pi++;
-      mark = ti;
-    } else if (star >= 0) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.length && p[pi] === "*") pi++;
-  return pi === p.length;
-}
+
+export { wildcardMatches };
 
 const stars = (s: string): number => {
   let n = 0;

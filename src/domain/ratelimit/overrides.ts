@@ -69,6 +69,7 @@ export async function setOverride(deps: Deps, p: Principal, input: SetOverrideIn
     duration: input.duration,
     now,
   });
+  await deps.invalidate("namespace", ns.id);
   return { overrideId };
 }
 
@@ -125,4 +126,5 @@ export async function deleteOverride(deps: Deps, p: Principal, input: OverrideRe
   requireAny(p, namespacePermission(ns.id, "delete_override"));
   const found = await findLiveOverride(deps.pool, ns.id, input.identifier);
   if (found === undefined || !(await softDeleteOverride(deps.pool, found.id, deps.clock.now()))) throw overrideNotFound();
+  await deps.invalidate("namespace", ns.id);
 }

@@ -1,0 +1,91 @@
+// Regressions for defects found in review: each of these once gave a 500, lost
+// data, accepted a missing value as 0, or could stall the process.
+import { describe, expect, it } from "vitest";
+import { useHarness } from "../harness.js";
+import { api, expectInvalid, key, verify } from "../fixtures.js";
+
+describe("hardening", () => {
+  const h = useHarness();
+
+  it("concurrent createKey calls with the same new externalId all succeed and share one identity", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const results = await Promise.all(Array.from({ length: 8 }, () => h.post("/v2/keys.createKey", { apiId, externalId: "racing_user" }, rk)));
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const ids = await Promise.all(results.map(async (r) => (await verify(h, rk, r.body.data.key)).identity?.id));
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(/^id_/);
+  });
+
+  it("concurrent createKey calls with the same new permission slug all get the permission", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const results = await Promise.all(Array.from({ length: 8 }, () => h.post("/v2/keys.createKey", { apiId, permissions: ["racing.read"] }, rk)));
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+    for (const r of results) expect((await verify(h, rk, r.body.data.key)).permissions).toEqual(["racing.read"]);
+  });
+
+  it("concurrent updateKey calls adding the same new slug to different keys all succeed", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const keys = await Promise.all(Array.from({ length: 6 }, () => key(h, rk, apiId)));
+    const results = await Promise.all(keys.map((k) => h.post("/v2/keys.updateKey", { keyId: k.keyId, permissions: ["fresh.slug"] }, rk)));
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill(200));
+  });
+
+  it.each([
+    ["ratelimit.setOverride without limit", "/v2/ratelimit.setOverride", { namespace: "ns_h", identifier: "vip", duration: 60_000 }, "limit"],
+    ["ratelimit.limit without duration", "/v2/ratelimit.limit", { namespace: "ns_h", identifier: "u", limit: 5 }, "duration"],
+    ["keys.rerollKey without expiration", "/v2/keys.rerollKey", { keyId: "key_whatever00" }, "expiration"],
+    ["keys.verifyKey with credits but no cost", "/v2/keys.verifyKey", { key: "sk_x", credits: {} }, "credits.cost"],
+  ])("%s -> 400 naming the field (a missing number is not 0)", async (_label, path, body, field) => {
+    const rk = await h.rootKey(["*"]);
+    expectInvalid(h, await h.post(path, body, rk), field);
+  });
+
+  it("createKey rate limits without limit or duration -> 400 naming them", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const res = await h.post("/v2/keys.createKey", { apiId, ratelimits: [{ name: "abc" }] }, rk);
+    expectInvalid(h, res, "ratelimits[0].limit");
+    expectInvalid(h, res, "ratelimits[0].duration");
+  });
+
+  it("names and identifiers with a trailing space are refused, not merged with their trimmed twin", async () => {
+    const rk = await h.rootKey(["*"]);
+    await h.post("/v2/ratelimit.limit", { namespace: "ns_trail", identifier: "seed", limit: 5, duration: 60_000 }, rk);
+    expect((await h.post("/v2/ratelimit.setOverride", { namespace: "ns_trail", identifier: "vip", limit: 3, duration: 60_000 }, rk)).status).toBe(200);
+    expectInvalid(h, await h.post("/v2/ratelimit.setOverride", { namespace: "ns_trail", identifier: "vip ", limit: 7, duration: 60_000 }, rk), "identifier");
+    expect((await h.post("/v2/ratelimit.getOverride", { namespace: "ns_trail", identifier: "vip" }, rk)).body.data.limit).toBe(3);
+    const apiId = await api(h, rk);
+    expectInvalid(h, await h.post("/v2/keys.createKey", { apiId, ratelimits: [{ name: "abc ", limit: 1, duration: 1000 }] }, rk), "ratelimits[0].name");
+  });
+
+  it("a permission full of stars cannot stall verification", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId, { permissions: [`${"a*".repeat(40)}c`] });
+    const data = await verify(h, rk, k.key, { permissions: "a".repeat(900) });
+    expect(data.code).toBe("INSUFFICIENT_PERMISSIONS");
+  });
+
+  it("statements built for a variable number of values are not server-side prepared", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const pool = h.db.pool as unknown as { execute: (...a: unknown[]) => unknown };
+    const original = pool.execute;
+    let widest = 0;
+    pool.execute = (...args: unknown[]) => {
+      widest = Math.max(widest, Array.isArray(args[1]) ? args[1].length : 0);
+      return (original as (...a: unknown[]) => unknown).apply(h.db.pool, args);
+    };
+    try {
+      await key(h, rk, apiId, { permissions: Array.from({ length: 37 }, (_, i) => `p.${i}`), ratelimits: [{ name: "one", limit: 1, duration: 1000 }, { name: "two", limit: 1, duration: 1000 }] });
+    } finally {
+      pool.execute = original;
+    }
+    // Each distinct list length would otherwise be one more prepared statement per pooled connection.
+    expect(widest).toBeGreaterThan(0);
+    expect(widest).toBeLessThanOrEqual(8);
+  });
+});
