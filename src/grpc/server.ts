@@ -62,7 +62,8 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
       const requestId = newId("req");
       const auth = call.metadata.get("authorization")[0];
       invokeRpc(deps, docsBase, `${service.typeName}/${m.name}`, op, call.request, typeof auth === "string" ? auth : undefined, requestId).then(
-        (res) => callback(null, res),
+        // As on the JSON side: answers finished in one event-loop turn are written together.
+        (res) => setImmediate(() => callback(null, res)),
         (err) => callback(toServiceError(err)),
       );
     };
