@@ -1,6 +1,6 @@
 // Small helpers on top of the harness for the key tests.
 import { expect } from "vitest";
-import type { Harness, Res } from "./harness.js";
+import type { Harness } from "./harness.js";
 
 export async function api(h: Harness, rk: string): Promise<string> {
   const res = await h.post("/v2/apis.createApi", { name: "test-api" }, rk);
@@ -21,17 +21,19 @@ export async function verify(h: Harness, rk: string, k: string, fields: Record<s
   return res.body.data;
 }
 
-/** The whole envelope of an error, as SDKs switch on error.type. */
-export function expectError(h: Harness, res: Res, status: number, code: string): void {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body.meta.requestId).toMatch(/^req_/);
-  expect(res.body.error.status).toBe(status);
-  expect(res.body.error.type).toBe(`${h.docsBase}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`);
-  expect(typeof res.body.error.detail).toBe("string");
+// Envelope assertions are shared with the contract tests.
+export { expectError, expectInvalid } from "./contract/shared/helpers.js";
+
+/** Runs fn with the service's clock fixed at `ms` (so a test never straddles a rate-limit window edge). */
+export async function withClock<T>(h: Harness, ms: number, fn: () => Promise<T>): Promise<T> {
+  const clock = h.deps.clock;
+  (h.deps as { clock: { now(): number } }).clock = { now: () => ms };
+  try {
+    return await fn();
+  } finally {
+    (h.deps as { clock: unknown }).clock = clock;
+  }
 }
 
-export function expectInvalid(h: Harness, res: Res, field: string): void {
-  expectError(h, res, 400, "err:svc:application:invalid_input");
-  const named = (res.body.error.errors as Array<{ location: string; message: string }>).some((e) => `${e.location} ${e.message}`.includes(field));
-  expect(named, `errors[] should name ${field}: ${res.text}`).toBe(true);
-}
+/** The middle of the current minute: a whole 60-second window to work in. */
+export const midMinute = (): number => Math.floor(Date.now() / 60_000) * 60_000 + 30_000;

@@ -1,7 +1,7 @@
 // Exactness under concurrency on one instance (the keys issue's acceptance figures).
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { api, key, verify } from "../fixtures.js";
+import { api, key, midMinute, verify, withClock } from "../fixtures.js";
 
 describe("credits and rate limits under concurrency", () => {
   const h = useHarness();
@@ -22,32 +22,22 @@ describe("credits and rate limits under concurrency", () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
     // A fixed clock in the middle of a window keeps the test off the window edge.
-    const now = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
-    const clock = h.deps.clock;
-    (h.deps as { clock: { now(): number } }).clock = { now: () => now };
-    try {
+    await withClock(h, midMinute(), async () => {
       const k = await key(h, rk, apiId, { ratelimits: [{ name: "per_minute", limit: 20, duration: 60_000 }] });
       const results = await Promise.all(Array.from({ length: 100 }, () => verify(h, rk, k.key)));
       expect(results.filter((r) => r.code === "VALID")).toHaveLength(20);
       expect(results.filter((r) => r.code === "RATE_LIMITED")).toHaveLength(80);
-    } finally {
-      (h.deps as { clock: unknown }).clock = clock;
-    }
+    });
   });
 
   it("a rate-limited verification spends no credits", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
     const k = await key(h, rk, apiId, { credits: { remaining: 10 }, ratelimits: [{ name: "tight", limit: 1, duration: 60_000 }] });
-    const now = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
-    const clock = h.deps.clock;
-    (h.deps as { clock: { now(): number } }).clock = { now: () => now };
-    try {
+    await withClock(h, midMinute(), async () => {
       expect(await verify(h, rk, k.key)).toMatchObject({ code: "VALID", credits: 9 });
       expect((await verify(h, rk, k.key)).code).toBe("RATE_LIMITED");
       expect((await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(9);
-    } finally {
-      (h.deps as { clock: unknown }).clock = clock;
-    }
+    });
   });
 });

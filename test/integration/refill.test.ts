@@ -2,20 +2,12 @@
 // new period sets the balance to the refill amount.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { api, key, verify } from "../fixtures.js";
+import { api, key, verify, withClock } from "../fixtures.js";
 
 describe("credit refills", () => {
   const h = useHarness();
 
-  const at = async <T>(ms: number, fn: () => Promise<T>): Promise<T> => {
-    const clock = h.deps.clock;
-    (h.deps as { clock: { now(): number } }).clock = { now: () => ms };
-    try {
-      return await fn();
-    } finally {
-      (h.deps as { clock: unknown }).clock = clock;
-    }
-  };
+  const at = <T>(ms: number, fn: () => Promise<T>) => withClock(h, ms, fn);
 
   it("a daily refill sets the balance to the amount on the next UTC day, once", async () => {
     const rk = await h.rootKey(["*"]);

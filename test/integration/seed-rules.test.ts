@@ -2,22 +2,12 @@
 // exactness and window roll-over figures of the identities/ratelimit issue.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { api, key, verify } from "../fixtures.js";
+import { api, key, midMinute, verify, withClock } from "../fixtures.js";
 
 describe("seed rules for shared identity limits", () => {
   const h = useHarness();
-  const mid = () => Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
-
-  /** Runs fn with the clock fixed at `ms`, so a test never straddles a window edge. */
-  async function at<T>(ms: number, fn: () => Promise<T>): Promise<T> {
-    const clock = h.deps.clock;
-    (h.deps as { clock: { now(): number } }).clock = { now: () => ms };
-    try {
-      return await fn();
-    } finally {
-      (h.deps as { clock: unknown }).clock = clock;
-    }
-  }
+  const at = <T>(ms: number, fn: () => Promise<T>) => withClock(h, ms, fn);
+  const mid = midMinute;
 
   it("rule 1: without an identity, limits apply per key (N keys of L each allow N x L)", async () => {
     const rk = await h.rootKey(["*"]);
@@ -101,17 +91,12 @@ describe("ratelimit.limit exactness and windows", () => {
 
   it("100 parallel ratelimit.limit calls against 20 give exactly 20 successes", async () => {
     const rk = await h.rootKey(["*"]);
-    const now = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
-    const clock = h.deps.clock;
-    (h.deps as { clock: { now(): number } }).clock = { now: () => now };
-    try {
+    await withClock(h, midMinute(), async () => {
       const body = { namespace: "exact", identifier: "user_1", limit: 20, duration: 60_000 };
       const results = await Promise.all(Array.from({ length: 100 }, () => h.post("/v2/ratelimit.limit", body, rk)));
       expect(results.every((r) => r.status === 200)).toBe(true);
       expect(results.filter((r) => r.body.data.success)).toHaveLength(20);
-    } finally {
-      (h.deps as { clock: unknown }).clock = clock;
-    }
+    });
   });
 
   it("a short window rolls over: the previous window weighs in, then fades out", async () => {

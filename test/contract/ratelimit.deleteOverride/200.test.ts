@@ -1,25 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectOk, uid } from "../shared/helpers.js";
+import { admin, expectOk, uid, namespace } from "../shared/helpers.js";
 
 const MINUTE = 60_000;
 
 describe("ratelimit.deleteOverride 200", () => {
   const h = useHarness();
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: MINUTE, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
   const set = async (namespaceId: string, identifier: string) =>
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespaceId, identifier, limit: 1, duration: MINUTE }, await admin(h))).overrideId as string;
   const del = async (body: Record<string, unknown>, rootKey?: string) =>
     expectOk(await h.post("/v2/ratelimit.deleteOverride", body, rootKey ?? (await h.rootKey(["ratelimit.*.delete_override"]))));
 
   it("answers data {}; the override is gone from get and list", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "temp");
     const keep = await set(ns.name, "keep");
     expect(await del({ namespaceId: ns.name, identifier: "temp" })).toEqual({});
@@ -29,7 +23,7 @@ describe("ratelimit.deleteOverride 200", () => {
   });
 
   it("matches the identifier exactly: deleting a pattern removes the pattern only", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "premium_*");
     const exact = await set(ns.name, "premium_1");
     await del({ namespace: ns.id, identifier: "premium_*" });
@@ -39,7 +33,7 @@ describe("ratelimit.deleteOverride 200", () => {
   });
 
   it("a delete_override grant on the namespace id is enough", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "scoped");
     expect(await del({ namespaceName: ns.name, identifier: "scoped" }, await h.rootKey([`ratelimit.${ns.id}.delete_override`]))).toEqual({});
   });

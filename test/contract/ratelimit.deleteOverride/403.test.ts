@@ -1,20 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, uid } from "../shared/helpers.js";
+import { admin, expectError, expectOk, uid, namespace } from "../shared/helpers.js";
 
 describe("ratelimit.deleteOverride 403", () => {
   const h = useHarness();
   const FORBIDDEN = "err:svc:authorization:insufficient_permissions";
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: 60_000, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
 
   it("a root key with every override grant but delete_override -> 403, and the override stays", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespaceId: ns.name, identifier: "x", limit: 1, duration: 60_000 }, await admin(h)));
     const rk = await h.rootKey(["ratelimit.*.set_override", "ratelimit.*.read_override", "ratelimit.*.limit"]);
     expectError(h, await h.post("/v2/ratelimit.deleteOverride", { namespaceId: ns.name, identifier: "x" }, rk), 403, FORBIDDEN);
@@ -22,8 +16,8 @@ describe("ratelimit.deleteOverride 403", () => {
   });
 
   it("a delete_override grant for another namespace -> 403", async () => {
-    const a = await namespace();
-    const b = await namespace();
+    const a = await namespace(h);
+    const b = await namespace(h);
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespaceId: b.name, identifier: "x", limit: 1, duration: 60_000 }, await admin(h)));
     const rk = await h.rootKey([`ratelimit.${a.id}.delete_override`]);
     expectError(h, await h.post("/v2/ratelimit.deleteOverride", { namespaceId: b.name, identifier: "x" }, rk), 403, FORBIDDEN);

@@ -1,7 +1,7 @@
 import { describe, it } from "vitest";
 import type { Harness, Res } from "../../harness.js";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, foreignAdmin, uid } from "../shared/helpers.js";
+import { admin, expectError, expectOk, foreignAdmin, uid, namespace } from "../shared/helpers.js";
 
 const DETAIL = "The requested rate limit override could not be found";
 
@@ -11,32 +11,26 @@ const expectOverrideNotFound = (h: Harness, res: Res) => expectError(h, res, 404
 describe("ratelimit.getOverride 404", () => {
   const h = useHarness();
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: 60_000, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
   const set = async (namespaceId: string, identifier: string) =>
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespaceId, identifier, limit: 5, duration: 60_000 }, await admin(h)));
   const get = async (namespaceId: string, identifier: string, rootKey?: string) =>
     h.post("/v2/ratelimit.getOverride", { namespaceId, identifier }, rootKey ?? (await admin(h)));
 
   it("an identifier without an override -> 404 override_not_found", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "user_1");
     expectOverrideNotFound(h, await get(ns.name, "user_2"));
   });
 
   it("the wrong namespace (it exists but holds no such override) -> the same 404", async () => {
-    const withIt = await namespace();
-    const without = await namespace();
+    const withIt = await namespace(h);
+    const without = await namespace(h);
     await set(withIt.name, "user_1");
     expectOverrideNotFound(h, await get(without.name, "user_1"));
   });
 
   it("a deleted override -> the same 404", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "temp");
     expectOk(await h.post("/v2/ratelimit.deleteOverride", { namespaceId: ns.name, identifier: "temp" }, await admin(h)));
     expectOverrideNotFound(h, await get(ns.name, "temp"));
@@ -50,14 +44,14 @@ describe("ratelimit.getOverride 404", () => {
   });
 
   it("a soft-deleted namespace -> the same 404", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "user_1");
     await h.db.pool.execute("UPDATE ratelimit_namespaces SET deleted_at_m = ? WHERE id = ?", [Date.now(), ns.id]);
     expectOverrideNotFound(h, await get(ns.name, "user_1"));
   });
 
   it("another workspace's namespace -> the same 404", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "user_1");
     expectOverrideNotFound(h, await get(ns.name, "user_1", await foreignAdmin(h)));
   });
@@ -65,11 +59,11 @@ describe("ratelimit.getOverride 404", () => {
   // Denial is masked as not-found (contract §3.5.4): a caller without the read grant
   // cannot tell an existing override from a missing one.
   it("a root key without read_override -> the same 404, for an existing override too", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "user_1");
     const wrong = await h.rootKey(["ratelimit.*.set_override", "ratelimit.*.delete_override", "ratelimit.*.limit"]);
     expectOverrideNotFound(h, await get(ns.name, "user_1", wrong));
-    const otherNamespace = await namespace();
+    const otherNamespace = await namespace(h);
     expectOverrideNotFound(h, await get(ns.name, "user_1", await h.rootKey([`ratelimit.${otherNamespace.id}.read_override`])));
   });
 });

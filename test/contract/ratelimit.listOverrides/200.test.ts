@@ -1,18 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectOk, type Json, uid } from "../shared/helpers.js";
+import { admin, expectOk, type Json, uid, namespace } from "../shared/helpers.js";
 
 const MINUTE = 60_000;
 
 describe("ratelimit.listOverrides 200", () => {
   const h = useHarness();
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: MINUTE, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
   const set = async (namespaceId: string, identifier: string, limit = 1) =>
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespaceId, identifier, limit, duration: MINUTE }, await admin(h))).overrideId as string;
   const list = async (body: Record<string, unknown>, rootKey?: string) => {
@@ -21,12 +15,12 @@ describe("ratelimit.listOverrides 200", () => {
   };
 
   it("lists the namespace's live overrides in id order, with pagination", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const a = await set(ns.name, "alpha", 1);
     const b = await set(ns.name, "beta", 2);
     const gone = await set(ns.name, "gamma", 3);
     expectOk(await h.post("/v2/ratelimit.deleteOverride", { namespaceId: ns.name, identifier: "gamma" }, await admin(h)));
-    const other = await namespace();
+    const other = await namespace(h);
     await set(other.name, "elsewhere");
     const { data, pagination } = await list({ namespaceId: ns.name });
     expect(pagination).toEqual({ hasMore: false });
@@ -40,14 +34,14 @@ describe("ratelimit.listOverrides 200", () => {
   });
 
   it("an empty namespace lists [] with hasMore false", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const { data, pagination } = await list({ namespace: ns.id });
     expect(data).toEqual([]);
     expect(pagination).toEqual({ hasMore: false });
   });
 
   it("defaults to 10 per page and pages with an inclusive cursor", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) ids.push(await set(ns.name, `user_${i}`));
     ids.sort();
@@ -63,7 +57,7 @@ describe("ratelimit.listOverrides 200", () => {
   });
 
   it("a read_override grant on the namespace id is enough", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set(ns.name, "scoped");
     const { data } = await list({ namespaceId: ns.name }, await h.rootKey([`ratelimit.${ns.id}.read_override`]));
     expect(data).toHaveLength(1);

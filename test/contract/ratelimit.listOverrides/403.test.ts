@@ -1,27 +1,21 @@
 import { describe, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, uid } from "../shared/helpers.js";
+import { admin, expectError, expectOk, uid, namespace } from "../shared/helpers.js";
 
 describe("ratelimit.listOverrides 403", () => {
   const h = useHarness();
   const FORBIDDEN = "err:svc:authorization:insufficient_permissions";
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: 60_000, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
 
   it("a root key with every override grant but read_override -> 403", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const rk = await h.rootKey(["ratelimit.*.set_override", "ratelimit.*.delete_override", "ratelimit.*.list_overrides"]);
     expectError(h, await h.post("/v2/ratelimit.listOverrides", { namespaceId: ns.name }, rk), 403, FORBIDDEN);
   });
 
   it("a read_override grant for another namespace -> 403", async () => {
-    const a = await namespace();
-    const b = await namespace();
+    const a = await namespace(h);
+    const b = await namespace(h);
     const rk = await h.rootKey([`ratelimit.${a.id}.read_override`]);
     expectError(h, await h.post("/v2/ratelimit.listOverrides", { namespaceId: b.name }, rk), 403, FORBIDDEN);
   });

@@ -1,32 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectOk, uid } from "../shared/helpers.js";
+import { admin, expectOk, uid, namespace } from "../shared/helpers.js";
 
 const MINUTE = 60_000;
 
 describe("ratelimit.setOverride 200", () => {
   const h = useHarness();
 
-  async function namespace(): Promise<{ name: string; id: string }> {
-    const name = uid("ns");
-    expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: MINUTE, cost: 0 }, await admin(h)));
-    const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
-    return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
-  }
   const set = async (body: Record<string, unknown>, rootKey?: string) =>
     expectOk(await h.post("/v2/ratelimit.setOverride", body, rootKey ?? (await admin(h)))).overrideId as string;
   const get = async (namespaceId: string, identifier: string) =>
     expectOk(await h.post("/v2/ratelimit.getOverride", { namespaceId, identifier }, await admin(h)));
 
   it("returns an overrideId that getOverride reads back", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const overrideId = await set({ namespaceId: ns.name, identifier: "user_42", limit: 7, duration: 30_000 });
     expect(overrideId).toMatch(/^rlor_/);
     expect(await get(ns.name, "user_42")).toEqual({ overrideId, identifier: "user_42", limit: 7, duration: 30_000, namespaceId: ns.id });
   });
 
   it("accepts the namespace as namespaceId, namespace or namespaceName, each a name or an id", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const a = await set({ namespaceId: ns.id, identifier: "a", limit: 1, duration: MINUTE });
     const b = await set({ namespace: ns.name, identifier: "b", limit: 1, duration: MINUTE });
     const c = await set({ namespaceName: ns.name, identifier: "c", limit: 1, duration: MINUTE });
@@ -38,7 +32,7 @@ describe("ratelimit.setOverride 200", () => {
   });
 
   it("is an upsert: setting an identifier again updates it and keeps its id", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const first = await set({ namespaceId: ns.name, identifier: "same", limit: 5, duration: MINUTE });
     const second = await set({ namespaceId: ns.id, identifier: "same", limit: 9, duration: 2 * MINUTE });
     expect(second).toBe(first);
@@ -49,7 +43,7 @@ describe("ratelimit.setOverride 200", () => {
 
   // Unkey leaves a re-set override soft-deleted (contract §12.2); here it comes back, with its id.
   it("setting a deleted override again revives it", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const first = await set({ namespaceId: ns.name, identifier: "phoenix", limit: 1, duration: MINUTE });
     expectOk(await h.post("/v2/ratelimit.deleteOverride", { namespaceId: ns.name, identifier: "phoenix" }, await admin(h)));
     const again = await set({ namespaceId: ns.name, identifier: "phoenix", limit: 4, duration: MINUTE });
@@ -58,7 +52,7 @@ describe("ratelimit.setOverride 200", () => {
   });
 
   it("accepts limit 0 (block), wildcard patterns, 512-character identifiers and long durations", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     await set({ namespaceId: ns.name, identifier: "blocked", limit: 0, duration: 1000 });
     await set({ namespaceId: ns.name, identifier: "premium_*", limit: 100, duration: MINUTE });
     await set({ namespaceId: ns.name, identifier: "x".repeat(512), limit: 1, duration: 90 * 24 * 3_600_000 });
@@ -67,7 +61,7 @@ describe("ratelimit.setOverride 200", () => {
   });
 
   it("a set_override grant on the namespace id is enough", async () => {
-    const ns = await namespace();
+    const ns = await namespace(h);
     const rk = await h.rootKey([`ratelimit.${ns.id}.set_override`]);
     expect(await set({ namespaceId: ns.name, identifier: "scoped", limit: 1, duration: MINUTE }, rk)).toMatch(/^rlor_/);
   });

@@ -199,3 +199,11 @@ export async function send(
   }
   return { status: res.statusCode, headers: res.headers, body, text: res.body };
 }
+
+/** A fresh rate-limit namespace, made the only way the API offers (first use in ratelimit.limit), with its id. */
+export async function namespace(h: Harness): Promise<{ name: string; id: string }> {
+  const name = uid("ns");
+  expectOk(await h.post("/v2/ratelimit.limit", { namespace: name, identifier: "seed", limit: 1, duration: 60_000, cost: 0 }, await admin(h)));
+  const [rows] = await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [name]);
+  return { name, id: (rows as Array<{ id: string }>)[0]?.id as string };
+}
