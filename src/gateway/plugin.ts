@@ -102,6 +102,11 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
+    // Liveness needs no root key and ignores any body (GET for the SDK, POST as the seed's convention).
+    const liveness = async (req: FastifyRequest) => ({ meta: { requestId: req.id }, data: { message: "OK" } });
+    app.get("/v2/liveness", liveness);
+    app.post("/v2/liveness", liveness);
+
     for (const route of routeTable(entries)) {
       const adapt = adapters[route.path];
       app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {

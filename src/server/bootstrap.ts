@@ -73,10 +73,6 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
     return send(reply, req, new AppError("err:svc:data:route_not_found", `No operation exists at ${req.method} ${path}.`));
   });
 
-  const liveness = async (req: FastifyRequest) => ({ meta: { requestId: req.id }, data: { message: "OK" } });
-  app.get("/v2/liveness", liveness);
-  app.post("/v2/liveness", liveness);
-
   await app.register(gatewayPlugin(deps, services));
   await app.register(fastifyConnectPlugin, { routes: connectRoutes(deps, config.docsBaseUrl, services) });
   return app;
