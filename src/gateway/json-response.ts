@@ -87,7 +87,7 @@ export function messageToJson(desc: DescMessage, msg: unknown): JsonObj {
 interface Shape {
   /** The field whose rows go in `data` (list responses), or undefined. */
   rows: DescField | undefined;
-  /** The single message field to unwrap into `data`, or undefined. */
+  /** The single field (a message, or a list without pagination) to unwrap into `data`, or undefined. */
   unwrap: DescField | undefined;
   paginated: boolean;
 }
@@ -101,7 +101,7 @@ function shapeOf(desc: DescMessage): Shape {
     s = {
       paginated,
       rows: paginated ? desc.fields.find((f) => f.fieldKind === "list") : undefined,
-      unwrap: !paginated && desc.fields.length === 1 && desc.fields[0]?.fieldKind === "message" ? desc.fields[0] : undefined,
+      unwrap: !paginated && desc.fields.length === 1 && (desc.fields[0]?.fieldKind === "message" || desc.fields[0]?.fieldKind === "list") ? desc.fields[0] : undefined,
     };
     shapes.set(desc, s);
   }
@@ -110,7 +110,8 @@ function shapeOf(desc: DescMessage): Shape {
 
 /**
  * Where the response goes in the envelope: a list response puts its rows in
- * `data` and `pagination` beside it; a response holding one message is unwrapped.
+ * `data` and `pagination` beside it; a response holding one message (or one list,
+ * as keys.addPermissions) is unwrapped.
  * `keys.listKeys` keeps the seed's `data.keys`.
  */
 export function shapeResponse(path: string, desc: DescMessage, msg: unknown): { data: JsonValue; pagination?: JsonValue } {
@@ -126,6 +127,6 @@ export function shapeResponse(path: string, desc: DescMessage, msg: unknown): { 
     }
     return { data: json[rows.jsonName] ?? [], pagination: page };
   }
-  if (shape.unwrap !== undefined) return { data: json[shape.unwrap.jsonName] ?? {} };
+  if (shape.unwrap !== undefined) return { data: json[shape.unwrap.jsonName] ?? (shape.unwrap.fieldKind === "list" ? [] : {}) };
   return { data: json };
 }

@@ -6,6 +6,9 @@ import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
 import { toCredits, toIdentity, toKeyResponse, toPagination } from "./mappers.js";
 import type { Operations } from "./types.js";
+import { AppError } from "../domain/errors.js";
+
+const notYet = (op: string) => new AppError("err:svc:application:precondition_failed", `keys.${op} is not available yet.`);
 
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {
@@ -100,6 +103,25 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
       return {};
     },
     rerollKey: (req, { principal }) => rerollKey(deps, principal, { keyId: req.keyId, expiration: num(req.expiration) }),
+    // Key grants (issue 5): implemented in src/domain/keys/grants.ts.
+    async addPermissions() {
+      throw notYet("addPermissions");
+    },
+    async removePermissions() {
+      throw notYet("removePermissions");
+    },
+    async setPermissions() {
+      throw notYet("setPermissions");
+    },
+    async addRoles() {
+      throw notYet("addRoles");
+    },
+    async removeRoles() {
+      throw notYet("removeRoles");
+    },
+    async setRoles() {
+      throw notYet("setRoles");
+    },
     async listKeys(req, { principal }) {
       const page = await listKeys(deps, principal, req);
       return { keys: page.keys.map(toKeyResponse), pagination: toPagination(page.cursor) };

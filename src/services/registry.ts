@@ -1,11 +1,13 @@
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { apisService } from "./apis.js";
 import { identitiesService } from "./identities.js";
 import { keysService } from "./keys.js";
+import { permissionsService } from "./permissions.js";
 import { ratelimitService } from "./ratelimit.js";
 import type { ServiceEntry } from "./types.js";
 
@@ -16,5 +18,6 @@ export function services(deps: Deps): ServiceEntry[] {
     { service: KeysService, ops: keysService(deps) },
     { service: IdentitiesService, ops: identitiesService(deps) },
     { service: RatelimitService, ops: ratelimitService(deps) },
+    { service: PermissionsService, ops: permissionsService(deps) },
   ];
 }

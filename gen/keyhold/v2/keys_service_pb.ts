@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Identity, KeyCredits, KeyCreditsRefill, KeyResponseData, Pagination, RatelimitRequest } from "./resources_pb.js";
+import type { Identity, KeyCredits, KeyCreditsRefill, KeyResponseData, Pagination, Permission, RatelimitRequest, Role } from "./resources_pb.js";
 import { file_keyhold_v2_resources } from "./resources_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file keyhold/v2/keys_service.proto.
  */
 export const file_keyhold_v2_keys_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1rZXlob2xkL3YyL2tleXNfc2VydmljZS5wcm90bxIKa2V5aG9sZC52MiLlAwoQQ3JlYXRlS2V5UmVxdWVzdBIOCgZhcGlfaWQYASABKAkSEwoGcHJlZml4GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAQgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBSABKAlIA4gBARIqCgRtZXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgEiAEBEg0KBXJvbGVzGAcgAygJEhMKC3Blcm1pc3Npb25zGAggAygJEhQKB2V4cGlyZXMYCSABKANIBYgBARIsCgdjcmVkaXRzGAogASgLMhYua2V5aG9sZC52Mi5LZXlDcmVkaXRzSAaIAQESMAoKcmF0ZWxpbWl0cxgLIAMoCzIcLmtleWhvbGQudjIuUmF0ZWxpbWl0UmVxdWVzdBIUCgdlbmFibGVkGAwgASgISAeIAQESGAoLcmVjb3ZlcmFibGUYDSABKAhICIgBAUIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCBwoFX21ldGFCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCDgoMX3JlY292ZXJhYmxlIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIAoQVmVyaWZ5S2V5Q3JlZGl0cxIMCgRjb3N0GAEgASgDIoABChJWZXJpZnlLZXlSYXRlbGltaXQSDAoEbmFtZRgBIAEoCRIRCgRjb3N0GAIgASgDSACIAQESEgoFbGltaXQYAyABKANIAYgBARIVCghkdXJhdGlvbhgEIAEoA0gCiAEBQgcKBV9jb3N0QggKBl9saW1pdEILCglfZHVyYXRpb24i9wEKEFZlcmlmeUtleVJlcXVlc3QSCwoDa2V5GAEgASgJEhgKC3Blcm1pc3Npb25zGAIgASgJSACIAQESMgoHY3JlZGl0cxgDIAEoCzIcLmtleWhvbGQudjIuVmVyaWZ5S2V5Q3JlZGl0c0gBiAEBEjIKCnJhdGVsaW1pdHMYBCADKAsyHi5rZXlob2xkLnYyLlZlcmlmeUtleVJhdGVsaW1pdBIMCgR0YWdzGAUgAygJEhkKDG1pZ3JhdGlvbl9pZBgGIAEoCUgCiAEBQg4KDF9wZXJtaXNzaW9uc0IKCghfY3JlZGl0c0IPCg1fbWlncmF0aW9uX2lkIp0BChhWZXJpZnlLZXlSYXRlbGltaXRSZXN1bHQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxINCgVyZXNldBgFIAEoAxIRCglyZW1haW5pbmcYBiABKAMSEAoIZXhjZWVkZWQYByABKAgSEgoKYXV0b19hcHBseRgIIAEoCCKfAwoRVmVyaWZ5S2V5UmVzcG9uc2USDQoFdmFsaWQYASABKAgSDAoEY29kZRgCIAEoCRITCgZrZXlfaWQYAyABKAlIAIgBARIRCgRuYW1lGAQgASgJSAGIAQESKgoEbWV0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAogBARIUCgdleHBpcmVzGAYgASgDSAOIAQESFAoHY3JlZGl0cxgHIAEoA0gEiAEBEhQKB2VuYWJsZWQYCCABKAhIBYgBARITCgtwZXJtaXNzaW9ucxgJIAMoCRINCgVyb2xlcxgKIAMoCRIrCghpZGVudGl0eRgLIAEoCzIULmtleWhvbGQudjIuSWRlbnRpdHlIBogBARI4CgpyYXRlbGltaXRzGAwgAygLMiQua2V5aG9sZC52Mi5WZXJpZnlLZXlSYXRlbGltaXRSZXN1bHRCCQoHX2tleV9pZEIHCgVfbmFtZUIHCgVfbWV0YUIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZEILCglfaWRlbnRpdHkiQQoNR2V0S2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFAoHZGVjcnlwdBgCIAEoCEgAiAEBQgoKCF9kZWNyeXB0IjoKDkdldEtleVJlc3BvbnNlEigKA2tleRgBIAEoCzIbLmtleWhvbGQudjIuS2V5UmVzcG9uc2VEYXRhIhwKDVdob2FtaVJlcXVlc3QSCwoDa2V5GAEgASgJIjoKDldob2FtaVJlc3BvbnNlEigKA2tleRgBIAEoCzIbLmtleWhvbGQudjIuS2V5UmVzcG9uc2VEYXRhIi4KDk51bGxhYmxlU3RyaW5nEhIKBXZhbHVlGAEgASgJSACIAQFCCAoGX3ZhbHVlIkcKDk51bGxhYmxlU3RydWN0EisKBXZhbHVlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBQggKBl92YWx1ZSItCg1OdWxsYWJsZUludDY0EhIKBXZhbHVlGAEgASgDSACIAQFCCAoGX3ZhbHVlIo8BChBVcGRhdGVLZXlDcmVkaXRzEjEKCXJlbWFpbmluZxgBIAEoCzIZLmtleWhvbGQudjIuTnVsbGFibGVJbnQ2NEgAiAEBEi8KBnJlZmlsbBgCIAEoCzIaLmtleWhvbGQudjIuTnVsbGFibGVSZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiTAoOTnVsbGFibGVSZWZpbGwSMAoFdmFsdWUYASABKAsyHC5rZXlob2xkLnYyLktleUNyZWRpdHNSZWZpbGxIAIgBAUIICgZfdmFsdWUikQQKEFVwZGF0ZUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEi0KBG5hbWUYAiABKAsyGi5rZXlob2xkLnYyLk51bGxhYmxlU3RyaW5nSACIAQESNAoLZXh0ZXJuYWxfaWQYAyABKAsyGi5rZXlob2xkLnYyLk51bGxhYmxlU3RyaW5nSAGIAQESLQoEbWV0YRgEIAEoCzIaLmtleWhvbGQudjIuTnVsbGFibGVTdHJ1Y3RIAogBARIvCgdleHBpcmVzGAUgASgLMhkua2V5aG9sZC52Mi5OdWxsYWJsZUludDY0SAOIAQESMgoHY3JlZGl0cxgGIAEoCzIcLmtleWhvbGQudjIuVXBkYXRlS2V5Q3JlZGl0c0gEiAEBEjAKCnJhdGVsaW1pdHMYByADKAsyHC5rZXlob2xkLnYyLlJhdGVsaW1pdFJlcXVlc3QSFgoOc2V0X3JhdGVsaW1pdHMYCCABKAgSFAoHZW5hYmxlZBgJIAEoCEgFiAEBEg0KBXJvbGVzGAogAygJEhEKCXNldF9yb2xlcxgLIAEoCBITCgtwZXJtaXNzaW9ucxgMIAMoCRIXCg9zZXRfcGVybWlzc2lvbnMYDSABKAhCBwoFX25hbWVCDgoMX2V4dGVybmFsX2lkQgcKBV9tZXRhQgoKCF9leHBpcmVzQgoKCF9jcmVkaXRzQgoKCF9lbmFibGVkIhMKEVVwZGF0ZUtleVJlc3BvbnNlIlcKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEgoFdmFsdWUYAyABKANIAIgBAUIICgZfdmFsdWUiQAoVVXBkYXRlQ3JlZGl0c1Jlc3BvbnNlEicKB2NyZWRpdHMYASABKAsyFi5rZXlob2xkLnYyLktleUNyZWRpdHMiSAoQRGVsZXRlS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFgoJcGVybWFuZW50GAIgASgISACIAQFCDAoKX3Blcm1hbmVudCITChFEZWxldGVLZXlSZXNwb25zZSI2ChBSZXJvbGxLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRISCgpleHBpcmF0aW9uGAIgASgDIjAKEVJlcm9sbEtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAki9AEKGktleXNTZXJ2aWNlTGlzdEtleXNSZXF1ZXN0Eg4KBmFwaV9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmN1cnNvchgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFAoHZGVjcnlwdBgFIAEoCEgDiAEBEiIKFXJldmFsaWRhdGVfa2V5c19jYWNoZRgGIAEoCEgEiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yQg4KDF9leHRlcm5hbF9pZEIKCghfZGVjcnlwdEIYChZfcmV2YWxpZGF0ZV9rZXlzX2NhY2hlInQKG0tleXNTZXJ2aWNlTGlzdEtleXNSZXNwb25zZRIpCgRrZXlzGAEgAygLMhsua2V5aG9sZC52Mi5LZXlSZXNwb25zZURhdGESKgoKcGFnaW5hdGlvbhgCIAEoCzIWLmtleWhvbGQudjIuUGFnaW5hdGlvbjK0BQoLS2V5c1NlcnZpY2USSAoJQ3JlYXRlS2V5Ehwua2V5aG9sZC52Mi5DcmVhdGVLZXlSZXF1ZXN0Gh0ua2V5aG9sZC52Mi5DcmVhdGVLZXlSZXNwb25zZRJICglWZXJpZnlLZXkSHC5rZXlob2xkLnYyLlZlcmlmeUtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlZlcmlmeUtleVJlc3BvbnNlEj8KBkdldEtleRIZLmtleWhvbGQudjIuR2V0S2V5UmVxdWVzdBoaLmtleWhvbGQudjIuR2V0S2V5UmVzcG9uc2USPwoGV2hvYW1pEhkua2V5aG9sZC52Mi5XaG9hbWlSZXF1ZXN0Ghoua2V5aG9sZC52Mi5XaG9hbWlSZXNwb25zZRJICglVcGRhdGVLZXkSHC5rZXlob2xkLnYyLlVwZGF0ZUtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlVwZGF0ZUtleVJlc3BvbnNlElQKDVVwZGF0ZUNyZWRpdHMSIC5rZXlob2xkLnYyLlVwZGF0ZUNyZWRpdHNSZXF1ZXN0GiEua2V5aG9sZC52Mi5VcGRhdGVDcmVkaXRzUmVzcG9uc2USSAoJRGVsZXRlS2V5Ehwua2V5aG9sZC52Mi5EZWxldGVLZXlSZXF1ZXN0Gh0ua2V5aG9sZC52Mi5EZWxldGVLZXlSZXNwb25zZRJICglSZXJvbGxLZXkSHC5rZXlob2xkLnYyLlJlcm9sbEtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlJlcm9sbEtleVJlc3BvbnNlElsKCExpc3RLZXlzEiYua2V5aG9sZC52Mi5LZXlzU2VydmljZUxpc3RLZXlzUmVxdWVzdBonLmtleWhvbGQudjIuS2V5c1NlcnZpY2VMaXN0S2V5c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_keyhold_v2_resources]);
+  fileDesc("Ch1rZXlob2xkL3YyL2tleXNfc2VydmljZS5wcm90bxIKa2V5aG9sZC52MiLlAwoQQ3JlYXRlS2V5UmVxdWVzdBIOCgZhcGlfaWQYASABKAkSEwoGcHJlZml4GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAQgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBSABKAlIA4gBARIqCgRtZXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgEiAEBEg0KBXJvbGVzGAcgAygJEhMKC3Blcm1pc3Npb25zGAggAygJEhQKB2V4cGlyZXMYCSABKANIBYgBARIsCgdjcmVkaXRzGAogASgLMhYua2V5aG9sZC52Mi5LZXlDcmVkaXRzSAaIAQESMAoKcmF0ZWxpbWl0cxgLIAMoCzIcLmtleWhvbGQudjIuUmF0ZWxpbWl0UmVxdWVzdBIUCgdlbmFibGVkGAwgASgISAeIAQESGAoLcmVjb3ZlcmFibGUYDSABKAhICIgBAUIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCBwoFX21ldGFCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCDgoMX3JlY292ZXJhYmxlIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIAoQVmVyaWZ5S2V5Q3JlZGl0cxIMCgRjb3N0GAEgASgDIoABChJWZXJpZnlLZXlSYXRlbGltaXQSDAoEbmFtZRgBIAEoCRIRCgRjb3N0GAIgASgDSACIAQESEgoFbGltaXQYAyABKANIAYgBARIVCghkdXJhdGlvbhgEIAEoA0gCiAEBQgcKBV9jb3N0QggKBl9saW1pdEILCglfZHVyYXRpb24i9wEKEFZlcmlmeUtleVJlcXVlc3QSCwoDa2V5GAEgASgJEhgKC3Blcm1pc3Npb25zGAIgASgJSACIAQESMgoHY3JlZGl0cxgDIAEoCzIcLmtleWhvbGQudjIuVmVyaWZ5S2V5Q3JlZGl0c0gBiAEBEjIKCnJhdGVsaW1pdHMYBCADKAsyHi5rZXlob2xkLnYyLlZlcmlmeUtleVJhdGVsaW1pdBIMCgR0YWdzGAUgAygJEhkKDG1pZ3JhdGlvbl9pZBgGIAEoCUgCiAEBQg4KDF9wZXJtaXNzaW9uc0IKCghfY3JlZGl0c0IPCg1fbWlncmF0aW9uX2lkIp0BChhWZXJpZnlLZXlSYXRlbGltaXRSZXN1bHQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxINCgVyZXNldBgFIAEoAxIRCglyZW1haW5pbmcYBiABKAMSEAoIZXhjZWVkZWQYByABKAgSEgoKYXV0b19hcHBseRgIIAEoCCKfAwoRVmVyaWZ5S2V5UmVzcG9uc2USDQoFdmFsaWQYASABKAgSDAoEY29kZRgCIAEoCRITCgZrZXlfaWQYAyABKAlIAIgBARIRCgRuYW1lGAQgASgJSAGIAQESKgoEbWV0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAogBARIUCgdleHBpcmVzGAYgASgDSAOIAQESFAoHY3JlZGl0cxgHIAEoA0gEiAEBEhQKB2VuYWJsZWQYCCABKAhIBYgBARITCgtwZXJtaXNzaW9ucxgJIAMoCRINCgVyb2xlcxgKIAMoCRIrCghpZGVudGl0eRgLIAEoCzIULmtleWhvbGQudjIuSWRlbnRpdHlIBogBARI4CgpyYXRlbGltaXRzGAwgAygLMiQua2V5aG9sZC52Mi5WZXJpZnlLZXlSYXRlbGltaXRSZXN1bHRCCQoHX2tleV9pZEIHCgVfbmFtZUIHCgVfbWV0YUIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZEILCglfaWRlbnRpdHkiQQoNR2V0S2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFAoHZGVjcnlwdBgCIAEoCEgAiAEBQgoKCF9kZWNyeXB0IjoKDkdldEtleVJlc3BvbnNlEigKA2tleRgBIAEoCzIbLmtleWhvbGQudjIuS2V5UmVzcG9uc2VEYXRhIhwKDVdob2FtaVJlcXVlc3QSCwoDa2V5GAEgASgJIjoKDldob2FtaVJlc3BvbnNlEigKA2tleRgBIAEoCzIbLmtleWhvbGQudjIuS2V5UmVzcG9uc2VEYXRhIi4KDk51bGxhYmxlU3RyaW5nEhIKBXZhbHVlGAEgASgJSACIAQFCCAoGX3ZhbHVlIkcKDk51bGxhYmxlU3RydWN0EisKBXZhbHVlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBQggKBl92YWx1ZSItCg1OdWxsYWJsZUludDY0EhIKBXZhbHVlGAEgASgDSACIAQFCCAoGX3ZhbHVlIo8BChBVcGRhdGVLZXlDcmVkaXRzEjEKCXJlbWFpbmluZxgBIAEoCzIZLmtleWhvbGQudjIuTnVsbGFibGVJbnQ2NEgAiAEBEi8KBnJlZmlsbBgCIAEoCzIaLmtleWhvbGQudjIuTnVsbGFibGVSZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiTAoOTnVsbGFibGVSZWZpbGwSMAoFdmFsdWUYASABKAsyHC5rZXlob2xkLnYyLktleUNyZWRpdHNSZWZpbGxIAIgBAUIICgZfdmFsdWUikQQKEFVwZGF0ZUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEi0KBG5hbWUYAiABKAsyGi5rZXlob2xkLnYyLk51bGxhYmxlU3RyaW5nSACIAQESNAoLZXh0ZXJuYWxfaWQYAyABKAsyGi5rZXlob2xkLnYyLk51bGxhYmxlU3RyaW5nSAGIAQESLQoEbWV0YRgEIAEoCzIaLmtleWhvbGQudjIuTnVsbGFibGVTdHJ1Y3RIAogBARIvCgdleHBpcmVzGAUgASgLMhkua2V5aG9sZC52Mi5OdWxsYWJsZUludDY0SAOIAQESMgoHY3JlZGl0cxgGIAEoCzIcLmtleWhvbGQudjIuVXBkYXRlS2V5Q3JlZGl0c0gEiAEBEjAKCnJhdGVsaW1pdHMYByADKAsyHC5rZXlob2xkLnYyLlJhdGVsaW1pdFJlcXVlc3QSFgoOc2V0X3JhdGVsaW1pdHMYCCABKAgSFAoHZW5hYmxlZBgJIAEoCEgFiAEBEg0KBXJvbGVzGAogAygJEhEKCXNldF9yb2xlcxgLIAEoCBITCgtwZXJtaXNzaW9ucxgMIAMoCRIXCg9zZXRfcGVybWlzc2lvbnMYDSABKAhCBwoFX25hbWVCDgoMX2V4dGVybmFsX2lkQgcKBV9tZXRhQgoKCF9leHBpcmVzQgoKCF9jcmVkaXRzQgoKCF9lbmFibGVkIhMKEVVwZGF0ZUtleVJlc3BvbnNlIlcKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEgoFdmFsdWUYAyABKANIAIgBAUIICgZfdmFsdWUiQAoVVXBkYXRlQ3JlZGl0c1Jlc3BvbnNlEicKB2NyZWRpdHMYASABKAsyFi5rZXlob2xkLnYyLktleUNyZWRpdHMiSAoQRGVsZXRlS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFgoJcGVybWFuZW50GAIgASgISACIAQFCDAoKX3Blcm1hbmVudCITChFEZWxldGVLZXlSZXNwb25zZSI2ChBSZXJvbGxLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRISCgpleHBpcmF0aW9uGAIgASgDIjAKEVJlcm9sbEtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAki9AEKGktleXNTZXJ2aWNlTGlzdEtleXNSZXF1ZXN0Eg4KBmFwaV9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmN1cnNvchgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFAoHZGVjcnlwdBgFIAEoCEgDiAEBEiIKFXJldmFsaWRhdGVfa2V5c19jYWNoZRgGIAEoCEgEiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yQg4KDF9leHRlcm5hbF9pZEIKCghfZGVjcnlwdEIYChZfcmV2YWxpZGF0ZV9rZXlzX2NhY2hlInQKG0tleXNTZXJ2aWNlTGlzdEtleXNSZXNwb25zZRIpCgRrZXlzGAEgAygLMhsua2V5aG9sZC52Mi5LZXlSZXNwb25zZURhdGESKgoKcGFnaW5hdGlvbhgCIAEoCzIWLmtleWhvbGQudjIuUGFnaW5hdGlvbiI8ChVBZGRQZXJtaXNzaW9uc1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhMKC3Blcm1pc3Npb25zGAIgAygJIkUKFkFkZFBlcm1pc3Npb25zUmVzcG9uc2USKwoLcGVybWlzc2lvbnMYASADKAsyFi5rZXlob2xkLnYyLlBlcm1pc3Npb24iPwoYUmVtb3ZlUGVybWlzc2lvbnNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRITCgtwZXJtaXNzaW9ucxgCIAMoCSJIChlSZW1vdmVQZXJtaXNzaW9uc1Jlc3BvbnNlEisKC3Blcm1pc3Npb25zGAEgAygLMhYua2V5aG9sZC52Mi5QZXJtaXNzaW9uIjwKFVNldFBlcm1pc3Npb25zUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSEwoLcGVybWlzc2lvbnMYAiADKAkiRQoWU2V0UGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleWhvbGQudjIuUGVybWlzc2lvbiIwCg9BZGRSb2xlc1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEg0KBXJvbGVzGAIgAygJIjMKEEFkZFJvbGVzUmVzcG9uc2USHwoFcm9sZXMYASADKAsyEC5rZXlob2xkLnYyLlJvbGUiMwoSUmVtb3ZlUm9sZXNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRINCgVyb2xlcxgCIAMoCSI2ChNSZW1vdmVSb2xlc1Jlc3BvbnNlEh8KBXJvbGVzGAEgAygLMhAua2V5aG9sZC52Mi5Sb2xlIjAKD1NldFJvbGVzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSDQoFcm9sZXMYAiADKAkiMwoQU2V0Um9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleWhvbGQudjIuUm9sZTKmCQoLS2V5c1NlcnZpY2USSAoJQ3JlYXRlS2V5Ehwua2V5aG9sZC52Mi5DcmVhdGVLZXlSZXF1ZXN0Gh0ua2V5aG9sZC52Mi5DcmVhdGVLZXlSZXNwb25zZRJICglWZXJpZnlLZXkSHC5rZXlob2xkLnYyLlZlcmlmeUtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlZlcmlmeUtleVJlc3BvbnNlEj8KBkdldEtleRIZLmtleWhvbGQudjIuR2V0S2V5UmVxdWVzdBoaLmtleWhvbGQudjIuR2V0S2V5UmVzcG9uc2USPwoGV2hvYW1pEhkua2V5aG9sZC52Mi5XaG9hbWlSZXF1ZXN0Ghoua2V5aG9sZC52Mi5XaG9hbWlSZXNwb25zZRJICglVcGRhdGVLZXkSHC5rZXlob2xkLnYyLlVwZGF0ZUtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlVwZGF0ZUtleVJlc3BvbnNlElQKDVVwZGF0ZUNyZWRpdHMSIC5rZXlob2xkLnYyLlVwZGF0ZUNyZWRpdHNSZXF1ZXN0GiEua2V5aG9sZC52Mi5VcGRhdGVDcmVkaXRzUmVzcG9uc2USSAoJRGVsZXRlS2V5Ehwua2V5aG9sZC52Mi5EZWxldGVLZXlSZXF1ZXN0Gh0ua2V5aG9sZC52Mi5EZWxldGVLZXlSZXNwb25zZRJICglSZXJvbGxLZXkSHC5rZXlob2xkLnYyLlJlcm9sbEtleVJlcXVlc3QaHS5rZXlob2xkLnYyLlJlcm9sbEtleVJlc3BvbnNlElsKCExpc3RLZXlzEiYua2V5aG9sZC52Mi5LZXlzU2VydmljZUxpc3RLZXlzUmVxdWVzdBonLmtleWhvbGQudjIuS2V5c1NlcnZpY2VMaXN0S2V5c1Jlc3BvbnNlElcKDkFkZFBlcm1pc3Npb25zEiEua2V5aG9sZC52Mi5BZGRQZXJtaXNzaW9uc1JlcXVlc3QaIi5rZXlob2xkLnYyLkFkZFBlcm1pc3Npb25zUmVzcG9uc2USYAoRUmVtb3ZlUGVybWlzc2lvbnMSJC5rZXlob2xkLnYyLlJlbW92ZVBlcm1pc3Npb25zUmVxdWVzdBolLmtleWhvbGQudjIuUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRJXCg5TZXRQZXJtaXNzaW9ucxIhLmtleWhvbGQudjIuU2V0UGVybWlzc2lvbnNSZXF1ZXN0GiIua2V5aG9sZC52Mi5TZXRQZXJtaXNzaW9uc1Jlc3BvbnNlEkUKCEFkZFJvbGVzEhsua2V5aG9sZC52Mi5BZGRSb2xlc1JlcXVlc3QaHC5rZXlob2xkLnYyLkFkZFJvbGVzUmVzcG9uc2USTgoLUmVtb3ZlUm9sZXMSHi5rZXlob2xkLnYyLlJlbW92ZVJvbGVzUmVxdWVzdBofLmtleWhvbGQudjIuUmVtb3ZlUm9sZXNSZXNwb25zZRJFCghTZXRSb2xlcxIbLmtleWhvbGQudjIuU2V0Um9sZXNSZXF1ZXN0Ghwua2V5aG9sZC52Mi5TZXRSb2xlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_keyhold_v2_resources]);
 
 /**
  * CreateKeyRequest is the body of keys.createKey.
@@ -999,6 +999,300 @@ export const KeysServiceListKeysResponseSchema: GenMessage<KeysServiceListKeysRe
   messageDesc(file_keyhold_v2_keys_service, 25);
 
 /**
+ * AddPermissionsRequest is the body of keys.addPermissions.
+ *
+ * @generated from message keyhold.v2.AddPermissionsRequest
+ */
+export type AddPermissionsRequest = Message<"keyhold.v2.AddPermissionsRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Permission slugs to grant, 1 to 1000; missing ones are created.
+   *
+   * @generated from field: repeated string permissions = 2;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.AddPermissionsRequest.
+ * Use `create(AddPermissionsRequestSchema)` to create a new message.
+ */
+export const AddPermissionsRequestSchema: GenMessage<AddPermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 26);
+
+/**
+ * AddPermissionsResponse lists the key's direct permissions after the call (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.AddPermissionsResponse
+ */
+export type AddPermissionsResponse = Message<"keyhold.v2.AddPermissionsResponse"> & {
+  /**
+   * The key's direct permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Permission permissions = 1;
+   */
+  permissions: Permission[];
+};
+
+/**
+ * Describes the message keyhold.v2.AddPermissionsResponse.
+ * Use `create(AddPermissionsResponseSchema)` to create a new message.
+ */
+export const AddPermissionsResponseSchema: GenMessage<AddPermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 27);
+
+/**
+ * RemovePermissionsRequest is the body of keys.removePermissions.
+ *
+ * @generated from message keyhold.v2.RemovePermissionsRequest
+ */
+export type RemovePermissionsRequest = Message<"keyhold.v2.RemovePermissionsRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Permission slugs to take away, 1 to 1000; each must exist in the workspace.
+   *
+   * @generated from field: repeated string permissions = 2;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.RemovePermissionsRequest.
+ * Use `create(RemovePermissionsRequestSchema)` to create a new message.
+ */
+export const RemovePermissionsRequestSchema: GenMessage<RemovePermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 28);
+
+/**
+ * RemovePermissionsResponse lists the key's direct permissions that remain (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.RemovePermissionsResponse
+ */
+export type RemovePermissionsResponse = Message<"keyhold.v2.RemovePermissionsResponse"> & {
+  /**
+   * The key's direct permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Permission permissions = 1;
+   */
+  permissions: Permission[];
+};
+
+/**
+ * Describes the message keyhold.v2.RemovePermissionsResponse.
+ * Use `create(RemovePermissionsResponseSchema)` to create a new message.
+ */
+export const RemovePermissionsResponseSchema: GenMessage<RemovePermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 29);
+
+/**
+ * SetPermissionsRequest is the body of keys.setPermissions.
+ *
+ * @generated from message keyhold.v2.SetPermissionsRequest
+ */
+export type SetPermissionsRequest = Message<"keyhold.v2.SetPermissionsRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * The complete set of direct permission slugs (`[]` removes all); missing ones are created.
+   *
+   * @generated from field: repeated string permissions = 2;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.SetPermissionsRequest.
+ * Use `create(SetPermissionsRequestSchema)` to create a new message.
+ */
+export const SetPermissionsRequestSchema: GenMessage<SetPermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 30);
+
+/**
+ * SetPermissionsResponse lists the key's direct permissions after the call (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.SetPermissionsResponse
+ */
+export type SetPermissionsResponse = Message<"keyhold.v2.SetPermissionsResponse"> & {
+  /**
+   * The key's direct permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Permission permissions = 1;
+   */
+  permissions: Permission[];
+};
+
+/**
+ * Describes the message keyhold.v2.SetPermissionsResponse.
+ * Use `create(SetPermissionsResponseSchema)` to create a new message.
+ */
+export const SetPermissionsResponseSchema: GenMessage<SetPermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 31);
+
+/**
+ * AddRolesRequest is the body of keys.addRoles.
+ *
+ * @generated from message keyhold.v2.AddRolesRequest
+ */
+export type AddRolesRequest = Message<"keyhold.v2.AddRolesRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Role names to give, 1 to 100; each must exist.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.AddRolesRequest.
+ * Use `create(AddRolesRequestSchema)` to create a new message.
+ */
+export const AddRolesRequestSchema: GenMessage<AddRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 32);
+
+/**
+ * AddRolesResponse lists the key's roles after the call (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.AddRolesResponse
+ */
+export type AddRolesResponse = Message<"keyhold.v2.AddRolesResponse"> & {
+  /**
+   * The key's roles, with their permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Role roles = 1;
+   */
+  roles: Role[];
+};
+
+/**
+ * Describes the message keyhold.v2.AddRolesResponse.
+ * Use `create(AddRolesResponseSchema)` to create a new message.
+ */
+export const AddRolesResponseSchema: GenMessage<AddRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 33);
+
+/**
+ * RemoveRolesRequest is the body of keys.removeRoles.
+ *
+ * @generated from message keyhold.v2.RemoveRolesRequest
+ */
+export type RemoveRolesRequest = Message<"keyhold.v2.RemoveRolesRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Role names to take away, 1 to 100; each must exist.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.RemoveRolesRequest.
+ * Use `create(RemoveRolesRequestSchema)` to create a new message.
+ */
+export const RemoveRolesRequestSchema: GenMessage<RemoveRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 34);
+
+/**
+ * RemoveRolesResponse lists the key's roles that remain (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.RemoveRolesResponse
+ */
+export type RemoveRolesResponse = Message<"keyhold.v2.RemoveRolesResponse"> & {
+  /**
+   * The key's roles, with their permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Role roles = 1;
+   */
+  roles: Role[];
+};
+
+/**
+ * Describes the message keyhold.v2.RemoveRolesResponse.
+ * Use `create(RemoveRolesResponseSchema)` to create a new message.
+ */
+export const RemoveRolesResponseSchema: GenMessage<RemoveRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 35);
+
+/**
+ * SetRolesRequest is the body of keys.setRoles.
+ *
+ * @generated from message keyhold.v2.SetRolesRequest
+ */
+export type SetRolesRequest = Message<"keyhold.v2.SetRolesRequest"> & {
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * The complete set of role names, up to 100 (`[]` removes all); each must exist.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keyhold.v2.SetRolesRequest.
+ * Use `create(SetRolesRequestSchema)` to create a new message.
+ */
+export const SetRolesRequestSchema: GenMessage<SetRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 36);
+
+/**
+ * SetRolesResponse lists the key's roles after the call (JSON: `data` is the array).
+ *
+ * @generated from message keyhold.v2.SetRolesResponse
+ */
+export type SetRolesResponse = Message<"keyhold.v2.SetRolesResponse"> & {
+  /**
+   * The key's roles, with their permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Role roles = 1;
+   */
+  roles: Role[];
+};
+
+/**
+ * Describes the message keyhold.v2.SetRolesResponse.
+ * Use `create(SetRolesResponseSchema)` to create a new message.
+ */
+export const SetRolesResponseSchema: GenMessage<SetRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_keys_service, 37);
+
+/**
  * KeysService creates, verifies and manages end-user API keys.
  *
  * @generated from service keyhold.v2.KeysService
@@ -1093,6 +1387,66 @@ export const KeysService: GenService<{
     methodKind: "unary";
     input: typeof KeysServiceListKeysRequestSchema;
     output: typeof KeysServiceListKeysResponseSchema;
+  },
+  /**
+   * AddPermissions grants permissions to a key, creating missing slugs. Needs update_key and `rbac.*.add_permission_to_key`.
+   *
+   * @generated from rpc keyhold.v2.KeysService.AddPermissions
+   */
+  addPermissions: {
+    methodKind: "unary";
+    input: typeof AddPermissionsRequestSchema;
+    output: typeof AddPermissionsResponseSchema;
+  },
+  /**
+   * RemovePermissions takes direct permissions from a key. Needs update_key and `rbac.*.remove_permission_from_key`.
+   *
+   * @generated from rpc keyhold.v2.KeysService.RemovePermissions
+   */
+  removePermissions: {
+    methodKind: "unary";
+    input: typeof RemovePermissionsRequestSchema;
+    output: typeof RemovePermissionsResponseSchema;
+  },
+  /**
+   * SetPermissions replaces a key's direct permissions. Needs update_key and both rbac key-permission grants.
+   *
+   * @generated from rpc keyhold.v2.KeysService.SetPermissions
+   */
+  setPermissions: {
+    methodKind: "unary";
+    input: typeof SetPermissionsRequestSchema;
+    output: typeof SetPermissionsResponseSchema;
+  },
+  /**
+   * AddRoles gives roles to a key. Needs update_key and `rbac.*.add_role_to_key`.
+   *
+   * @generated from rpc keyhold.v2.KeysService.AddRoles
+   */
+  addRoles: {
+    methodKind: "unary";
+    input: typeof AddRolesRequestSchema;
+    output: typeof AddRolesResponseSchema;
+  },
+  /**
+   * RemoveRoles takes roles from a key. Needs update_key and `rbac.*.remove_role_from_key`.
+   *
+   * @generated from rpc keyhold.v2.KeysService.RemoveRoles
+   */
+  removeRoles: {
+    methodKind: "unary";
+    input: typeof RemoveRolesRequestSchema;
+    output: typeof RemoveRolesResponseSchema;
+  },
+  /**
+   * SetRoles replaces a key's roles. Needs update_key and both rbac key-role grants.
+   *
+   * @generated from rpc keyhold.v2.KeysService.SetRoles
+   */
+  setRoles: {
+    methodKind: "unary";
+    input: typeof SetRolesRequestSchema;
+    output: typeof SetRolesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_keyhold_v2_keys_service, 0);

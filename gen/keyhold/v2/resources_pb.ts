@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file keyhold/v2/resources.proto.
  */
 export const file_keyhold_v2_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChprZXlob2xkL3YyL3Jlc291cmNlcy5wcm90bxIKa2V5aG9sZC52MiJcChBLZXlDcmVkaXRzUmVmaWxsEhAKCGludGVydmFsGAEgASgJEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkicAoKS2V5Q3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIxCgZyZWZpbGwYAiABKAsyHC5rZXlob2xkLnYyLktleUNyZWRpdHNSZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiaQoQUmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgDEhAKCGR1cmF0aW9uGAMgASgDEhcKCmF1dG9fYXBwbHkYBCABKAhIAIgBAUINCgtfYXV0b19hcHBseSJiChFSYXRlbGltaXRSZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxpbWl0GAMgASgDEhAKCGR1cmF0aW9uGAQgASgDEhIKCmF1dG9fYXBwbHkYBSABKAgikwEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEioKBG1ldGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESMQoKcmF0ZWxpbWl0cxgEIAMoCzIdLmtleWhvbGQudjIuUmF0ZWxpbWl0UmVzcG9uc2VCBwoFX21ldGEiPgoKUGFnaW5hdGlvbhITCgZjdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIJCgdfY3Vyc29yIo0ECg9LZXlSZXNwb25zZURhdGESDgoGa2V5X2lkGAEgASgJEg0KBXN0YXJ0GAIgASgJEg8KB2VuYWJsZWQYAyABKAgSEgoKY3JlYXRlZF9hdBgEIAEoAxIRCgRuYW1lGAUgASgJSACIAQESKgoEbWV0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAYgBARIXCgp1cGRhdGVkX2F0GAcgASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAggASgDSAOIAQESFAoHZXhwaXJlcxgJIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAogAygJEg0KBXJvbGVzGAsgAygJEiwKB2NyZWRpdHMYDCABKAsyFi5rZXlob2xkLnYyLktleUNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgNIAEoCzIULmtleWhvbGQudjIuSWRlbnRpdHlIBogBARIxCgpyYXRlbGltaXRzGA4gAygLMh0ua2V5aG9sZC52Mi5SYXRlbGltaXRSZXNwb25zZRIWCglwbGFpbnRleHQYDyABKAlIB4gBAUIHCgVfbmFtZUIHCgVfbWV0YUINCgtfdXBkYXRlZF9hdEIPCg1fbGFzdF91c2VkX2F0QgoKCF9leHBpcmVzQgoKCF9jcmVkaXRzQgsKCV9pZGVudGl0eUIMCgpfcGxhaW50ZXh0YgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChprZXlob2xkL3YyL3Jlc291cmNlcy5wcm90bxIKa2V5aG9sZC52MiJcChBLZXlDcmVkaXRzUmVmaWxsEhAKCGludGVydmFsGAEgASgJEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkicAoKS2V5Q3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIxCgZyZWZpbGwYAiABKAsyHC5rZXlob2xkLnYyLktleUNyZWRpdHNSZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiaQoQUmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgDEhAKCGR1cmF0aW9uGAMgASgDEhcKCmF1dG9fYXBwbHkYBCABKAhIAIgBAUINCgtfYXV0b19hcHBseSJiChFSYXRlbGltaXRSZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxpbWl0GAMgASgDEhAKCGR1cmF0aW9uGAQgASgDEhIKCmF1dG9fYXBwbHkYBSABKAgikwEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEioKBG1ldGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESMQoKcmF0ZWxpbWl0cxgEIAMoCzIdLmtleWhvbGQudjIuUmF0ZWxpbWl0UmVzcG9uc2VCBwoFX21ldGEiPgoKUGFnaW5hdGlvbhITCgZjdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIJCgdfY3Vyc29yIo0ECg9LZXlSZXNwb25zZURhdGESDgoGa2V5X2lkGAEgASgJEg0KBXN0YXJ0GAIgASgJEg8KB2VuYWJsZWQYAyABKAgSEgoKY3JlYXRlZF9hdBgEIAEoAxIRCgRuYW1lGAUgASgJSACIAQESKgoEbWV0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAYgBARIXCgp1cGRhdGVkX2F0GAcgASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAggASgDSAOIAQESFAoHZXhwaXJlcxgJIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAogAygJEg0KBXJvbGVzGAsgAygJEiwKB2NyZWRpdHMYDCABKAsyFi5rZXlob2xkLnYyLktleUNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgNIAEoCzIULmtleWhvbGQudjIuSWRlbnRpdHlIBogBARIxCgpyYXRlbGltaXRzGA4gAygLMh0ua2V5aG9sZC52Mi5SYXRlbGltaXRSZXNwb25zZRIWCglwbGFpbnRleHQYDyABKAlIB4gBAUIHCgVfbmFtZUIHCgVfbWV0YUINCgtfdXBkYXRlZF9hdEIPCg1fbGFzdF91c2VkX2F0QgoKCF9leHBpcmVzQgoKCF9jcmVkaXRzQgsKCV9pZGVudGl0eUIMCgpfcGxhaW50ZXh0Il4KClBlcm1pc3Npb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIncKBFJvbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKC3Blcm1pc3Npb25zGAQgAygLMhYua2V5aG9sZC52Mi5QZXJtaXNzaW9uQg4KDF9kZXNjcmlwdGlvbmIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * KeyCreditsRefill describes how a key's credits are refilled automatically.
@@ -355,4 +355,88 @@ export type KeyResponseData = Message<"keyhold.v2.KeyResponseData"> & {
  */
 export const KeyResponseDataSchema: GenMessage<KeyResponseData> = /*@__PURE__*/
   messageDesc(file_keyhold_v2_resources, 6);
+
+/**
+ * Permission is a permission slug that keys and roles can be granted.
+ *
+ * @generated from message keyhold.v2.Permission
+ */
+export type Permission = Message<"keyhold.v2.Permission"> & {
+  /**
+   * The permission's id (`perm_...`).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * A human-readable name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The slug checked at verification, unique in the workspace.
+   *
+   * @generated from field: string slug = 3;
+   */
+  slug: string;
+
+  /**
+   * What the permission is for, if described.
+   *
+   * @generated from field: optional string description = 4;
+   */
+  description?: string | undefined;
+};
+
+/**
+ * Describes the message keyhold.v2.Permission.
+ * Use `create(PermissionSchema)` to create a new message.
+ */
+export const PermissionSchema: GenMessage<Permission> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_resources, 7);
+
+/**
+ * Role is a named set of permissions that keys can be given.
+ *
+ * @generated from message keyhold.v2.Role
+ */
+export type Role = Message<"keyhold.v2.Role"> & {
+  /**
+   * The role's id (`role_...`).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The role's name, unique in the workspace.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * What the role is for, if described.
+   *
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * The role's permissions.
+   *
+   * @generated from field: repeated keyhold.v2.Permission permissions = 4;
+   */
+  permissions: Permission[];
+};
+
+/**
+ * Describes the message keyhold.v2.Role.
+ * Use `create(RoleSchema)` to create a new message.
+ */
+export const RoleSchema: GenMessage<Role> = /*@__PURE__*/
+  messageDesc(file_keyhold_v2_resources, 8);
 

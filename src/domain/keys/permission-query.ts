@@ -41,6 +41,21 @@ function tokenize(input: string): Token[] {
   return tokens;
 }
 
+// Parsed once per distinct query string: verification sends the same few queries over and over.
+const parsed = new Map<string, Query>();
+const PARSED_MAX = 10_000;
+
+/** parseQuery with a bounded cache of parsed forms (syntax errors are not cached). */
+export function parseQueryCached(input: string): Query {
+  let q = parsed.get(input);
+  if (q === undefined) {
+    q = parseQuery(input);
+    if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value as string);
+    parsed.set(input, q);
+  }
+  return q;
+}
+
 export function parseQuery(input: string): Query {
   const tokens = tokenize(input);
   if (tokens.length === 0) throw syntaxError("The permissions query is empty.");

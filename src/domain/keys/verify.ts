@@ -9,7 +9,7 @@ import type { LimitCheck } from "../ratelimit/limiter.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
 import { keyRecordByHash } from "./lookup.js";
-import { evaluateQuery, parseQuery, type Query } from "./permission-query.js";
+import { evaluateQuery, parseQueryCached, type Query } from "./permission-query.js";
 import type { KeyRecord, RatelimitConfig } from "./record.js";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
 
@@ -81,7 +81,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   if (!holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) return NOT_FOUND;
 
   // A malformed query is the caller's error whatever the key's state (§5.3 step 10).
-  const query: Query | undefined = input.permissions === undefined ? undefined : parseQuery(input.permissions);
+  const query: Query | undefined = input.permissions === undefined ? undefined : parseQueryCached(input.permissions);
 
   const now = deps.clock.now();
   deps.usage.record(key.id, now);

@@ -17,8 +17,9 @@ describe("liveness with odd bodies", () => {
   const h = useHarness();
 
   it("POST with an empty JSON body, or any body, still answers 200", async () => {
-    for (const [payload, type] of [["", "application/json"], ["not json", "text/plain"], ["{}", "application/json"]]) {
-      const res = await h.app.inject({ method: "POST", url: "/v2/liveness", headers: { "content-type": type as string }, payload });
+    const cases: Array<[string, string]> = [["", "application/json"], ["not json", "text/plain"], ["{}", "application/json"]];
+    for (const [payload, type] of cases) {
+      const res = await h.app.inject({ method: "POST", url: "/v2/liveness", headers: { "content-type": type }, payload });
       expect(res.statusCode, res.body).toBe(200);
       expect(JSON.parse(res.body).data.message).toBeTypeOf("string");
     }
