@@ -208,7 +208,8 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
   switch (field.fieldKind) {
     case "scalar":
       if (!checkScalar(field.scalar, value)) {
-        errors.push({ location: `body.${name}`, message: `${name} must be ${scalarName(field.scalar)}, not ${describeType(value)}.` });
+        const what = typeof value === "string" && field.scalar === ScalarType.STRING ? "a string with a lone surrogate" : describeType(value);
+        errors.push({ location: `body.${name}`, message: `${name} must be ${scalarName(field.scalar)}, not ${what}.` });
         return undefined;
       }
       return INT64_TYPES.has(field.scalar) ? BigInt(value as number) : value;

@@ -1,35 +1,45 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
+import type { PermissionSchema, RoleSchema } from "../../gen/keyhold/v2/resources_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
+import { createPermission, deletePermission, getPermission, listPermissions, type PermissionRow } from "../domain/rbac/permissions.js";
+import { createRole, deleteRole, getRole, listRoles, type RoleRow } from "../domain/rbac/roles.js";
+import { toPagination } from "./mappers.js";
 import type { Operations } from "./types.js";
 
-const notYet = (op: string) => new AppError("err:svc:application:precondition_failed", `permissions.${op} is not available yet.`);
+// An empty description is left out (the contract omits empty optional fields), as
+// is an empty permissions list (the JSON writer drops empty lists).
+function toPermission(p: PermissionRow): MessageInitShape<typeof PermissionSchema> {
+  return { id: p.id, name: p.name, slug: p.slug, ...(p.description ? { description: p.description } : {}) };
+}
 
-export function permissionsService(_deps: Deps): Operations<typeof PermissionsService> {
+function toRole(r: RoleRow): MessageInitShape<typeof RoleSchema> {
+  return { id: r.id, name: r.name, ...(r.description ? { description: r.description } : {}), permissions: r.permissions.map(toPermission) };
+}
+
+export function permissionsService(deps: Deps): Operations<typeof PermissionsService> {
   return {
-    async createPermission() {
-      throw notYet("createPermission");
+    createPermission: (req, { principal }) =>
+      createPermission(deps, principal, { name: req.name, slug: req.slug, description: req.description }),
+    getPermission: async (req, { principal }) => ({ permission: toPermission(await getPermission(deps, principal, { permission: req.permission })) }),
+    async listPermissions(req, { principal }) {
+      const page = await listPermissions(deps, principal, { limit: req.limit, cursor: req.cursor, search: req.search });
+      return { permissions: page.permissions.map(toPermission), pagination: toPagination(page.cursor) };
     },
-    async getPermission() {
-      throw notYet("getPermission");
+    async deletePermission(req, { principal }) {
+      await deletePermission(deps, principal, { permission: req.permission });
+      return {};
     },
-    async listPermissions() {
-      throw notYet("listPermissions");
+    createRole: (req, { principal }) =>
+      createRole(deps, principal, { name: req.name, description: req.description, permissions: req.permissions }),
+    getRole: async (req, { principal }) => ({ role: toRole(await getRole(deps, principal, { role: req.role })) }),
+    async listRoles(req, { principal }) {
+      const page = await listRoles(deps, principal, { limit: req.limit, cursor: req.cursor, search: req.search });
+      return { roles: page.roles.map(toRole), pagination: toPagination(page.cursor) };
     },
-    async deletePermission() {
-      throw notYet("deletePermission");
-    },
-    async createRole() {
-      throw notYet("createRole");
-    },
-    async getRole() {
-      throw notYet("getRole");
-    },
-    async listRoles() {
-      throw notYet("listRoles");
-    },
-    async deleteRole() {
-      throw notYet("deleteRole");
+    async deleteRole(req, { principal }) {
+      await deleteRole(deps, principal, { role: req.role });
+      return {};
     },
   };
 }

@@ -1,6 +1,6 @@
 // Identity links, permission slugs and role names attached to keys.
 import { newId } from "../domain/ids.js";
-import { exec, isDuplicateKey, one, placeholders, type Queryable, rows } from "./sql.js";
+import { exec, isDuplicateKey, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
 
 /** The live identity with this externalId, created (no meta, no limits) when missing. */
 export async function upsertIdentity(db: Queryable, workspaceId: string, externalId: string, now: number): Promise<string> {
@@ -28,9 +28,14 @@ export async function findLiveIdentityIdByExternalId(db: Queryable, workspaceId:
   return r ? String(r.id) : undefined;
 }
 
-/** Ids of these permission slugs, creating the missing ones (name = slug). */
+/**
+ * Ids of these permission slugs, creating the missing ones (name = slug). Run it
+ * outside a transaction (each statement commits), so concurrent callers find
+ * each other's rows. Slugs go in sorted order and a deadlock is retried:
+ * concurrent inserts of overlapping slugs in different orders deadlock otherwise.
+ */
 export async function ensurePermissions(db: Queryable, workspaceId: string, slugs: readonly string[], now: number): Promise<string[]> {
-  const unique = [...new Set(slugs)];
+  const unique = [...new Set(slugs)].sort();
   if (unique.length === 0) return [];
   const ph = placeholders(unique.length);
   const existing = await rows(db, `SELECT id, slug FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);
@@ -38,10 +43,12 @@ export async function ensurePermissions(db: Queryable, workspaceId: string, slug
   const missing = unique.filter((s) => !have.has(s));
   if (missing.length > 0) {
     const values = missing.map(() => "(?, ?, ?, ?, ?, ?)").join(", ");
-    await exec(
-      db,
-      `INSERT IGNORE INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES ${values}`,
-      missing.flatMap((slug) => [newId("perm", now), workspaceId, slug, slug, `Auto-created permission: ${slug}`, now]),
+    await retryingDeadlocks(() =>
+      exec(
+        db,
+        `INSERT IGNORE INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES ${values}`,
+        missing.flatMap((slug) => [newId("perm", now), workspaceId, slug, slug, `Auto-created permission: ${slug}`, now]),
+      ),
     );
   }
   const all = await rows(db, `SELECT id FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);

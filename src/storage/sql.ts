@@ -38,6 +38,22 @@ const isRetryable = (err: unknown): boolean => {
 };
 
 /**
+ * Runs an idempotent statement (or group of them) again when InnoDB picked it as
+ * a deadlock victim: concurrent inserts of overlapping unique values do that now
+ * and then. A short, growing, jittered pause lets the other side finish.
+ */
+export async function retryingDeadlocks<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 5 || !isRetryable(err)) throw err;
+      await new Promise((r) => setTimeout(r, attempt * 5 + Math.random() * 10));
+    }
+  }
+}
+
+/**
  * Runs fn in a transaction on one connection; rolls back on any error. A
  * deadlock (InnoDB chose this transaction as the victim) is retried a few times:
  * fn must only touch the database, so running it again is safe.

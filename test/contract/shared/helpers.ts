@@ -139,8 +139,8 @@ export async function getKey(h: Harness, keyId: string, extra: Record<string, un
 }
 
 /**
- * Roles cannot be created through this API subset yet, so they are seeded in the
- * database the production migrations built. Each role gets the given permission slugs.
+ * A role seeded straight into the database the production migrations built, so
+ * key tests do not depend on permissions.createRole. Each role gets the given slugs.
  */
 export async function seedRole(h: Harness, name: string, permissions: string[] = []): Promise<string> {
   const now = Date.now();

@@ -1,0 +1,102 @@
+// permissions.createPermission, getPermission, listPermissions, deletePermission
+// (CONTRACT §3.4). Permissions are workspace-scoped; the slug is unique in the
+// workspace (case-sensitive), the name is not. getPermission and
+// deletePermission take an id or a slug.
+import {
+  DuplicatePermissionSlug,
+  deletePermissionRow,
+  findPermission,
+  insertPermission,
+  listPermissionsPage,
+  type PermissionRow,
+} from "../../storage/rbac.js";
+import { transaction } from "../../storage/sql.js";
+import { type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import { DESCRIPTION_RULE, type PageInput, PERMISSION_NAME_RULE, permissionNotFound, rbac, SLUG_RULE, validatePage } from "./rules.js";
+
+export type { PermissionRow };
+
+export interface CreatePermissionInput {
+  name: string;
+  slug: string;
+  description?: string | undefined;
+}
+
+export async function createPermission(deps: Deps, p: Principal, input: CreatePermissionInput): Promise<{ permissionId: string }> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  v.required("name", input.name, PERMISSION_NAME_RULE);
+  v.required("slug", input.slug, SLUG_RULE);
+  v.string("description", input.description, DESCRIPTION_RULE);
+  v.done();
+  requireAny(p, rbac("create_permission"));
+  const permissionId = newId("perm", now);
+  try {
+    await insertPermission(deps.pool, {
+      id: permissionId,
+      workspaceId: p.workspaceId,
+      name: input.name,
+      slug: input.slug,
+      description: input.description || undefined,
+      now,
+    });
+  } catch (err) {
+    if (err instanceof DuplicatePermissionSlug) {
+      throw new AppError("err:svc:data:permission_already_exists", `A permission with slug '${input.slug}' already exists in this workspace`);
+    }
+    throw err;
+  }
+  return { permissionId };
+}
+
+function validatePermissionRef(v: Validator, ref: string): void {
+  v.required("permission", ref, SLUG_RULE);
+}
+
+export async function getPermission(deps: Deps, p: Principal, input: { permission: string }): Promise<PermissionRow> {
+  const v = new Validator();
+  validatePermissionRef(v, input.permission);
+  v.done();
+  requireAny(p, rbac("read_permission"));
+  const found = await findPermission(deps.pool, p.workspaceId, input.permission);
+  if (found === undefined) throw permissionNotFound();
+  return found;
+}
+
+export async function listPermissions(
+  deps: Deps,
+  p: Principal,
+  input: PageInput,
+): Promise<{ permissions: PermissionRow[]; cursor: string | undefined }> {
+  const v = new Validator();
+  validatePage(v, input);
+  v.done();
+  requireAny(p, rbac("read_permission"));
+  const page = await listPermissionsPage(deps.pool, {
+    workspaceId: p.workspaceId,
+    limit: input.limit ?? limits.pageSize.default,
+    cursor: input.cursor,
+    search: input.search,
+  });
+  return { permissions: page.items, cursor: page.next };
+}
+
+/** Hard delete: the permission leaves every role and key at once. */
+export async function deletePermission(deps: Deps, p: Principal, input: { permission: string }): Promise<void> {
+  const v = new Validator();
+  validatePermissionRef(v, input.permission);
+  v.done();
+  requireAny(p, rbac("delete_permission"));
+  const found = await findPermission(deps.pool, p.workspaceId, input.permission);
+  if (found === undefined) throw permissionNotFound();
+  const deleted = await transaction(deps.pool, (conn) => deletePermissionRow(conn, p.workspaceId, found.id));
+  if (!deleted) throw permissionNotFound();
+  // Keys holding it (directly or through a role) must fail the very next
+  // verification that asks for it (decision 12): evict the workspace's records.
+  await deps.invalidate("workspace", p.workspaceId);
+}

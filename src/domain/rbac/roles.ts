@@ -1,0 +1,124 @@
+// permissions.createRole, getRole, listRoles, deleteRole (CONTRACT §3.4, §2.7).
+// Roles are workspace-scoped and their names unique (case-sensitive);
+// getRole and deleteRole take an id or a name.
+import { ensurePermissions } from "../../storage/relations.js";
+import {
+  DuplicateRoleName,
+  deleteRoleRow,
+  existingSlugs,
+  findRole,
+  insertRole,
+  linkRolePermissions,
+  listRolesPage,
+  type RoleRow,
+  roleNameTaken,
+} from "../../storage/rbac.js";
+import { transaction } from "../../storage/sql.js";
+import { type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { newId } from "../ids.js";
+import { limits } from "../limits.js";
+import { Validator } from "../validate.js";
+import {
+  DESCRIPTION_RULE,
+  type PageInput,
+  rbac,
+  ROLE_NAME_RULE,
+  ROLE_PERMISSIONS_MAX_ITEMS,
+  ROLE_REF_RULE,
+  roleNotFound,
+  SLUG_RULE,
+  validatePage,
+} from "./rules.js";
+
+export type { RoleRow };
+
+export interface CreateRoleInput {
+  name: string;
+  description?: string | undefined;
+  /** Permission slugs; the missing ones are created (name = slug). */
+  permissions: string[];
+}
+
+const roleExists = (name: string): AppError =>
+  new AppError("err:svc:data:role_already_exists", `A role with name '${name}' already exists in this workspace`);
+
+export async function createRole(deps: Deps, p: Principal, input: CreateRoleInput): Promise<{ roleId: string }> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  v.required("name", input.name, ROLE_NAME_RULE);
+  v.string("description", input.description, DESCRIPTION_RULE);
+  v.items("permissions", input.permissions, { ...SLUG_RULE, maxItems: ROLE_PERMISSIONS_MAX_ITEMS });
+  v.done();
+
+  requireAny(p, rbac("create_role"));
+  // Slugs compare exactly, as the database and verification compare them:
+  // `docs.Read` and `docs.read` are two permissions.
+  const slugs = [...new Set(input.permissions)];
+  if (slugs.length > 0) {
+    requireAny(p, rbac("add_permission_to_role"));
+    const have = await existingSlugs(deps.pool, p.workspaceId, slugs);
+    if (slugs.some((s) => !have.has(s))) requireAny(p, rbac("create_permission"));
+  }
+  // A taken name is refused before any permission is auto-created for it.
+  if (await roleNameTaken(deps.pool, p.workspaceId, input.name)) throw roleExists(input.name);
+
+  // Auto-created permissions are committed on their own, outside the role's
+  // transaction, so concurrent creators of the same slug find each other's row.
+  const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, slugs, now);
+  const roleId = newId("role", now);
+  try {
+    await transaction(deps.pool, async (conn) => {
+      await insertRole(conn, { id: roleId, workspaceId: p.workspaceId, name: input.name, description: input.description || undefined, now });
+      await linkRolePermissions(conn, p.workspaceId, roleId, permissionIds, now);
+    });
+  } catch (err) {
+    if (err instanceof DuplicateRoleName) throw roleExists(input.name);
+    throw err;
+  }
+  return { roleId };
+}
+
+function validateRoleRef(v: Validator, ref: string): void {
+  v.required("role", ref, ROLE_REF_RULE);
+}
+
+export async function getRole(deps: Deps, p: Principal, input: { role: string }): Promise<RoleRow> {
+  const v = new Validator();
+  validateRoleRef(v, input.role);
+  v.done();
+  requireAny(p, rbac("read_role"));
+  const found = await findRole(deps.pool, p.workspaceId, input.role);
+  if (found === undefined) throw roleNotFound();
+  return found;
+}
+
+export async function listRoles(deps: Deps, p: Principal, input: PageInput): Promise<{ roles: RoleRow[]; cursor: string | undefined }> {
+  const v = new Validator();
+  validatePage(v, input);
+  v.done();
+  requireAny(p, rbac("read_role"));
+  const page = await listRolesPage(deps.pool, {
+    workspaceId: p.workspaceId,
+    limit: input.limit ?? limits.pageSize.default,
+    cursor: input.cursor,
+    search: input.search,
+  });
+  return { roles: page.items, cursor: page.next };
+}
+
+/** Hard delete: the role leaves every key at once, and its permission links go with it. */
+export async function deleteRole(deps: Deps, p: Principal, input: { role: string }): Promise<void> {
+  const v = new Validator();
+  validateRoleRef(v, input.role);
+  v.done();
+  requireAny(p, rbac("delete_role"));
+  const found = await findRole(deps.pool, p.workspaceId, input.role);
+  if (found === undefined) throw roleNotFound();
+  const deleted = await transaction(deps.pool, (conn) => deleteRoleRow(conn, p.workspaceId, found.id));
+  if (!deleted) throw roleNotFound();
+  // Keys with the role must lose its permissions on the very next verification
+  // (decision 12): evict the workspace's cached key records.
+  await deps.invalidate("workspace", p.workspaceId);
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { useHarness } from "../../harness.js";
+import { admin, expectInvalid } from "../shared/helpers.js";
+
+describe("permissions.getPermission 400", () => {
+  const h = useHarness();
+
+  it.each<[string, unknown, string]>([
+    ["permission missing", {}, "permission"],
+    ["permission empty", { permission: "" }, "permission"],
+    ["permission of 129 characters", { permission: "p".repeat(129) }, "permission"],
+    ["permission with a space", { permission: "a b" }, "permission"],
+    ["permission with a trailing space", { permission: "a.b " }, "permission"],
+    ["permission with a quote", { permission: "a'b" }, "permission"],
+    ["permission not a string", { permission: 1 }, "permission"],
+    ["permission null", { permission: null }, "permission"],
+    ["an unknown field", { permission: "a.b", slug: "a.b" }, "slug"],
+  ])("%s -> 400 naming the field", async (_label, body, field) => {
+    expectInvalid(h, await h.post("/v2/permissions.getPermission", body, await admin(h)), field);
+  });
+
+  it("validates before it checks the permission", async () => {
+    const rk = await h.rootKey(["rbac.*.create_role"]);
+    expect((await h.post("/v2/permissions.getPermission", { permission: "" }, rk)).status).toBe(400);
+  });
+});

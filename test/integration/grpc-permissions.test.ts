@@ -1,0 +1,184 @@
+// permissions.* over real gRPC (h2c), with a client built only from the .proto
+// files, as any gRPC user would build one. The same domain code serves the JSON
+// gateway, so this checks the wire: messages, status codes, error metadata.
+import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { projectDir } from "../../src/paths.js";
+import { admin, createApi, createKey, expectOk, verifyKey } from "../contract/shared/helpers.js";
+import { useHarness } from "../harness.js";
+
+// biome-ignore lint/suspicious/noExplicitAny: clients generated at run time from the .proto files
+type Client = any;
+
+interface PermissionMsg {
+  id: string;
+  name: string;
+  slug: string;
+  description?: string;
+}
+interface RoleMsg {
+  id: string;
+  name: string;
+  description?: string;
+  permissions: PermissionMsg[];
+}
+
+function load(): grpc.ServiceClientConstructor {
+  const protoDir = path.join(projectDir, "proto");
+  const def = protoLoader.loadSync([path.join(protoDir, "keyhold/v2/permissions_service.proto")], {
+    includeDirs: [protoDir],
+    keepCase: false,
+    longs: String,
+    defaults: true,
+  });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
+  const Permissions = pkg.keyhold.v2.PermissionsService;
+  if (!Permissions) throw new Error("PermissionsService missing from the proto package");
+  return Permissions;
+}
+
+function call<T>(client: Client, method: string, req: unknown, metadata: grpc.Metadata): Promise<T> {
+  return new Promise((resolve, reject) => {
+    client[method](req, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
+  });
+}
+
+async function failure(p: Promise<unknown>): Promise<grpc.ServiceError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as grpc.ServiceError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+const bearer = (key: string): grpc.Metadata => {
+  const md = new grpc.Metadata();
+  md.set("authorization", `Bearer ${key}`);
+  return md;
+};
+
+describe("gRPC: PermissionsService", () => {
+  const h = useHarness();
+  let client: Client;
+  let auth: grpc.Metadata;
+
+  beforeAll(async () => {
+    const port = await h.grpcPort();
+    const Permissions = load();
+    client = new Permissions(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    auth = bearer(await h.rootKey(["rbac.*"]));
+  });
+
+  afterAll(() => client?.close());
+
+  it("CreatePermission returns a permissionId that GetPermission (and the JSON API) can read", async () => {
+    const res = await call<{ permissionId: string }>(client, "createPermission", { name: "Read docs", slug: "docs.read", description: "Read" }, auth);
+    expect(res.permissionId).toMatch(/^perm_/);
+    const got = await call<{ permission: PermissionMsg }>(client, "getPermission", { permission: "docs.read" }, auth);
+    expect(got.permission).toEqual({ id: res.permissionId, name: "Read docs", slug: "docs.read", description: "Read" });
+    const json = expectOk(await h.post("/v2/permissions.getPermission", { permission: res.permissionId }, await admin(h)));
+    expect(json).toEqual({ id: res.permissionId, name: "Read docs", slug: "docs.read", description: "Read" });
+  });
+
+  it("CreateRole auto-creates slugs; GetRole by id and by name returns the role with its permissions", async () => {
+    const { roleId } = await call<{ roleId: string }>(client, "createRole", { name: "grpc editor", description: "Edits", permissions: ["docs.read", "docs.write"] }, auth);
+    expect(roleId).toMatch(/^role_/);
+    for (const role of [roleId, "grpc editor"]) {
+      const got = await call<{ role: RoleMsg }>(client, "getRole", { role }, auth);
+      expect(got.role).toMatchObject({ id: roleId, name: "grpc editor", description: "Edits" });
+      expect(got.role.permissions.map((p) => p.slug)).toEqual(["docs.read", "docs.write"]);
+      expect(got.role.permissions[1]).toMatchObject({ name: "docs.write", slug: "docs.write", id: expect.stringMatching(/^perm_/) });
+    }
+  });
+
+  it("a role without permissions and description comes back without them", async () => {
+    const { roleId } = await call<{ roleId: string }>(client, "createRole", { name: "grpc bare" }, auth);
+    const got = await call<{ role: RoleMsg }>(client, "getRole", { role: roleId }, auth);
+    expect(got.role.id).toBe(roleId);
+    expect(got.role.permissions ?? []).toEqual([]);
+    expect(got.role.description).toBeUndefined();
+  });
+
+  it("ListPermissions and ListRoles page with a cursor", async () => {
+    const first = await call<{ permissions: PermissionMsg[]; pagination: { hasMore: boolean; cursor?: string } }>(
+      client,
+      "listPermissions",
+      { limit: 1 },
+      auth,
+    );
+    expect(first.permissions).toHaveLength(1);
+    expect(first.pagination).toMatchObject({ hasMore: true, cursor: expect.any(String) });
+    const rest = await call<{ permissions: PermissionMsg[]; pagination: { hasMore: boolean } }>(
+      client,
+      "listPermissions",
+      { limit: 100, cursor: first.pagination.cursor },
+      auth,
+    );
+    expect([...first.permissions, ...rest.permissions].map((p) => p.slug).sort()).toEqual(["docs.read", "docs.write"]);
+    expect(rest.pagination.hasMore).toBe(false);
+    const roles = await call<{ roles: RoleMsg[] }>(client, "listRoles", { search: "GRPC" }, auth);
+    expect(roles.roles.map((r) => r.name).sort()).toEqual(["grpc bare", "grpc editor"]);
+  });
+
+  it("a duplicate slug or role name fails with ALREADY_EXISTS and the error code in metadata", async () => {
+    const perm = await failure(call(client, "createPermission", { name: "again", slug: "docs.read" }, auth));
+    expect(perm.code).toBe(grpc.status.ALREADY_EXISTS);
+    expect(perm.metadata.get("error-code")).toEqual(["err:svc:data:permission_already_exists"]);
+    const role = await failure(call(client, "createRole", { name: "grpc editor" }, auth));
+    expect(role.code).toBe(grpc.status.ALREADY_EXISTS);
+    expect(role.metadata.get("error-code")).toEqual(["err:svc:data:role_already_exists"]);
+  });
+
+  it("an unknown role or permission is NOT_FOUND", async () => {
+    const role = await failure(call(client, "getRole", { role: "nobody" }, auth));
+    expect(role.code).toBe(grpc.status.NOT_FOUND);
+    expect(role.metadata.get("error-code")).toEqual(["err:svc:data:role_not_found"]);
+    const perm = await failure(call(client, "deletePermission", { permission: "no.such" }, auth));
+    expect(perm.code).toBe(grpc.status.NOT_FOUND);
+    expect(perm.metadata.get("error-code")).toEqual(["err:svc:data:permission_not_found"]);
+  });
+
+  // Fields gRPC callers leave unset arrive as "" or 0, and limits are not capped
+  // by the JSON schema: the domain rules still answer 400, never 500.
+  it.each<[string, string, unknown, string]>([
+    ["an empty slug", "createPermission", { name: "n" }, "slug"],
+    ["a slug with a space", "createPermission", { name: "n", slug: "a b" }, "slug"],
+    ["a role name with a trailing space", "createRole", { name: "admin " }, "name"],
+    ["a role name of 129 characters", "createRole", { name: "r".repeat(129) }, "name"],
+    ["an invalid permission slug in a role", "createRole", { name: "ok", permissions: ["bad/slug"] }, "permissions[0]"],
+    ["an empty role reference", "getRole", {}, "role"],
+    ["limit 0 given explicitly", "listRoles", { limit: 0 }, "limit"],
+    ["a negative limit", "listPermissions", { limit: -3 }, "limit"],
+    ["a huge limit", "listPermissions", { limit: 2_000_000_000 }, "limit"],
+  ])("%s fails with INVALID_ARGUMENT naming the field", async (_label, method, req, field) => {
+    const err = await failure(call(client, method, req, auth));
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(err.metadata.get("error-code")).toEqual(["err:svc:application:invalid_input"]);
+    expect(err.details).toContain(field);
+  });
+
+  it("a missing grant is PERMISSION_DENIED", async () => {
+    const err = await failure(call(client, "createRole", { name: "nope" }, bearer(await h.rootKey(["rbac.*.read_role"]))));
+    expect(err.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(err.metadata.get("error-code")).toEqual(["err:svc:authorization:insufficient_permissions"]);
+  });
+
+  it("without the root key in `authorization` the call is UNAUTHENTICATED", async () => {
+    const err = await failure(call(client, "getRole", { role: "x" }, new grpc.Metadata()));
+    expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(err.metadata.get("error-code")).toEqual(["err:svc:authentication:missing"]);
+  });
+
+  // Decision 12 across front doors: a role deleted over gRPC is gone from the
+  // very next JSON verification of a key whose record was cached.
+  it("DeleteRole over gRPC is seen by the very next keys.verifyKey", async () => {
+    await call(client, "createRole", { name: "grpc_temp", permissions: ["temp.use"] }, auth);
+    const { key } = await createKey(h, await createApi(h), { roles: ["grpc_temp"] });
+    expect(await verifyKey(h, key, { permissions: "temp.use" })).toMatchObject({ valid: true, code: "VALID" });
+    expect(await call(client, "deleteRole", { role: "grpc_temp" }, auth)).toEqual({});
+    expect(await verifyKey(h, key, { permissions: "temp.use" })).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
+  });
+});
