@@ -207,6 +207,18 @@ async function main() {
     const answered = fixed.ok ?? 0;
     const creditsExact = { requests: 20_000, answered, spent: INITIAL - remaining, exact: INITIAL - remaining === answered && answered === 20_000 };
 
+    log("keyhold: verifyKey on an identity-linked key (its identity's shared limit applied)");
+    await post(k.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: 1_000_000_000, duration: 60_000 }] }, rk);
+    const linked = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", externalId: "bench_user" }, rk)).key as string;
+    const linkedBody = JSON.stringify({ key: linked });
+    autocannon(`${k.base}/v2/keys.verifyKey`, linkedBody, auth, 2);
+    results.verifyIdentity = autocannon(`${k.base}/v2/keys.verifyKey`, linkedBody, auth, SECONDS);
+
+    log("keyhold: ratelimit.limit");
+    const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: 1_000_000_000, duration: 60_000 });
+    autocannon(`${k.base}/v2/ratelimit.limit`, limitBody, auth, 2);
+    results.ratelimitLimit = autocannon(`${k.base}/v2/ratelimit.limit`, limitBody, auth, SECONDS);
+
     log("keyhold: createKey");
     results.createKey = autocannon(`${k.base}/v2/keys.createKey`, JSON.stringify({ apiId, prefix: "bench" }), auth, SECONDS);
 
@@ -216,6 +228,8 @@ async function main() {
       ["verifyJson", A, "baselineA"],
       ["verifyCredits", A, "baselineA"],
       ["createKey", A, "baselineA"],
+      ["verifyIdentity", A, "baselineA"],
+      ["ratelimitLimit", A, "baselineA"],
       ["verifyGrpc", B, "baselineB"],
     ] as const) {
       const r = results[name];
