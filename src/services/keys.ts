@@ -4,11 +4,16 @@ import { createKey, deleteKey, getKey, listKeys, whoami } from "../domain/keys/k
 import { verifyKey } from "../domain/keys/verify.js";
 import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
-import { toCredits, toIdentity, toKeyResponse, toPagination } from "./mappers.js";
+import { toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
-import { AppError } from "../domain/errors.js";
-
-const notYet = (op: string) => new AppError("err:svc:application:precondition_failed", `keys.${op} is not available yet.`);
+import {
+  addPermissions,
+  addRoles,
+  removePermissions,
+  removeRoles,
+  setPermissions,
+  setRoles,
+} from "../domain/keys/grants.js";
 
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {
@@ -103,25 +108,13 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
       return {};
     },
     rerollKey: (req, { principal }) => rerollKey(deps, principal, { keyId: req.keyId, expiration: num(req.expiration) }),
-    // Key grants (issue 5): implemented in src/domain/keys/grants.ts.
-    async addPermissions() {
-      throw notYet("addPermissions");
-    },
-    async removePermissions() {
-      throw notYet("removePermissions");
-    },
-    async setPermissions() {
-      throw notYet("setPermissions");
-    },
-    async addRoles() {
-      throw notYet("addRoles");
-    },
-    async removeRoles() {
-      throw notYet("removeRoles");
-    },
-    async setRoles() {
-      throw notYet("setRoles");
-    },
+    // Key grants (contract §3.2.8–3.2.11): the JSON gateway sends the list as `data`.
+    addPermissions: async (req, { principal }) => ({ permissions: (await addPermissions(deps, principal, req)).map(toPermission) }),
+    removePermissions: async (req, { principal }) => ({ permissions: (await removePermissions(deps, principal, req)).map(toPermission) }),
+    setPermissions: async (req, { principal }) => ({ permissions: (await setPermissions(deps, principal, req)).map(toPermission) }),
+    addRoles: async (req, { principal }) => ({ roles: (await addRoles(deps, principal, req)).map(toRole) }),
+    removeRoles: async (req, { principal }) => ({ roles: (await removeRoles(deps, principal, req)).map(toRole) }),
+    setRoles: async (req, { principal }) => ({ roles: (await setRoles(deps, principal, req)).map(toRole) }),
     async listKeys(req, { principal }) {
       const page = await listKeys(deps, principal, req);
       return { keys: page.keys.map(toKeyResponse), pagination: toPagination(page.cursor) };

@@ -1,7 +1,15 @@
 // Domain results to generated message shapes. Optional fields stay unset when
 // empty, so no front door ever sends null or an empty value for them.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { IdentitySchema, KeyCreditsSchema, KeyResponseDataSchema, PaginationSchema } from "../../gen/keyhold/v2/resources_pb.js";
+import type {
+  IdentitySchema,
+  KeyCreditsSchema,
+  KeyResponseDataSchema,
+  PaginationSchema,
+  PermissionSchema,
+  RoleSchema,
+} from "../../gen/keyhold/v2/resources_pb.js";
+import type { PermissionRow, RoleRow } from "../storage/rbac.js";
 import type { KeyView } from "../domain/keys/keys.js";
 import { big } from "./convert.js";
 import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
@@ -49,3 +57,19 @@ export function toKeyResponse(k: KeyView): Init<typeof KeyResponseDataSchema> {
 
 export const toPagination = (cursor: string | undefined): Init<typeof PaginationSchema> =>
   cursor === undefined ? { hasMore: false } : { hasMore: true, cursor };
+
+// Permission and Role (contract §2.6, §2.7): description only when there is one,
+// and an empty permissions list is left out by the JSON writer.
+export const toPermission = (p: PermissionRow): Init<typeof PermissionSchema> => ({
+  id: p.id,
+  name: p.name,
+  slug: p.slug,
+  ...(p.description ? { description: p.description } : {}),
+});
+
+export const toRole = (r: RoleRow): Init<typeof RoleSchema> => ({
+  id: r.id,
+  name: r.name,
+  ...(r.description ? { description: r.description } : {}),
+  permissions: r.permissions.map(toPermission),
+});

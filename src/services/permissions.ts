@@ -1,21 +1,9 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
-import type { PermissionSchema, RoleSchema } from "../../gen/keyhold/v2/resources_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { createPermission, deletePermission, getPermission, listPermissions, type PermissionRow } from "../domain/rbac/permissions.js";
-import { createRole, deleteRole, getRole, listRoles, type RoleRow } from "../domain/rbac/roles.js";
-import { toPagination } from "./mappers.js";
+import { createPermission, deletePermission, getPermission, listPermissions } from "../domain/rbac/permissions.js";
+import { createRole, deleteRole, getRole, listRoles } from "../domain/rbac/roles.js";
+import { toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
-
-// An empty description is left out (the contract omits empty optional fields), as
-// is an empty permissions list (the JSON writer drops empty lists).
-function toPermission(p: PermissionRow): MessageInitShape<typeof PermissionSchema> {
-  return { id: p.id, name: p.name, slug: p.slug, ...(p.description ? { description: p.description } : {}) };
-}
-
-function toRole(r: RoleRow): MessageInitShape<typeof RoleSchema> {
-  return { id: r.id, name: r.name, ...(r.description ? { description: r.description } : {}), permissions: r.permissions.map(toPermission) };
-}
 
 export function permissionsService(deps: Deps): Operations<typeof PermissionsService> {
   return {

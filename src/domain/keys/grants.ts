@@ -1,0 +1,215 @@
+// keys.addPermissions, removePermissions, setPermissions, addRoles, removeRoles
+// and setRoles (contract §3.2.8–3.2.11).
+//
+// One rule for all six (contract §12 item 11): the root key needs
+// `apis.*.update_key` or `apis.<apiId>.update_key`, plus the rbac grant of what
+// the call does to the key: adding needs `rbac.*.add_permission_to_key` /
+// `rbac.*.add_role_to_key`, removing needs the matching `remove_…_from_key`, and
+// a set does both. Adding or setting a slug the workspace does not have yet also
+// needs `rbac.*.create_permission`. That is stricter than Unkey, whose
+// removeRoles and setRoles ask for update_key only.
+//
+// Order of checks: body (400), the key (404), update_key and the rbac grant
+// (403), then the named permissions or roles (404, or 403 for create_permission
+// once a slug turns out to be new); so a root key without the rbac grant cannot
+// probe which slugs or roles exist. Every change evicts the key before answering,
+// so the very next verification on this instance sees it (decision 12).
+import {
+  type PermissionRow,
+  type RoleRow,
+  linkPermissionSlugs,
+  listKeyPermissions,
+  listKeyRoles,
+  lockLiveKey,
+  lockRolesByName,
+  missingPermissionSlugs,
+  unlinkPermissionSlugs,
+  unlinkPermissionsExcept,
+  unlinkRoles,
+  unlinkRolesExcept,
+} from "../../storage/key-grants.js";
+import { findLiveKeyById } from "../../storage/keys.js";
+import { ensurePermissions, linkRoles } from "../../storage/relations.js";
+import { type Queryable, transaction } from "../../storage/sql.js";
+import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { SLUG_PATTERN } from "../limits.js";
+import { Validator } from "../validate.js";
+import { validateKeyId } from "./input.js";
+import { keyNotFound, roleNotFound } from "./keys.js";
+import type { KeyDetails } from "./record.js";
+
+export type { PermissionRow, RoleRow };
+
+export interface PermissionsInput {
+  keyId: string;
+  permissions: readonly string[];
+}
+
+export interface RolesInput {
+  keyId: string;
+  roles: readonly string[];
+}
+
+const RBAC = {
+  addPermission: "rbac.*.add_permission_to_key",
+  removePermission: "rbac.*.remove_permission_from_key",
+  createPermission: "rbac.*.create_permission",
+  addRole: "rbac.*.add_role_to_key",
+  removeRole: "rbac.*.remove_role_from_key",
+} as const;
+
+/**
+ * Request rules: permissions are 1..1000 slugs of 1..128 characters; roles are
+ * 1..100 names of 1..128 characters (role names have no pattern, as in
+ * permissions.createRole). The set operations accept an empty list. Unkey sets
+ * no item limit on setPermissions; keyhold keeps addPermissions' 1000 there too,
+ * so one request cannot build an unbounded IN list.
+ */
+const PERMISSIONS_RULE = { maxItems: 1000, min: 1, max: 128, pattern: SLUG_PATTERN, patternText: "^[a-zA-Z0-9_:\\-\\.\\*]+$" };
+const ROLES_RULE = { maxItems: 100, min: 1, max: 128 };
+
+export const permissionNotFound = (slug: string): AppError => new AppError("err:svc:data:permission_not_found", `Permission '${slug}' was not found.`);
+
+function validatePermissionsInput(input: PermissionsInput, allowEmpty: boolean): string[] {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.items("permissions", input.permissions, { ...PERMISSIONS_RULE, ...(allowEmpty ? {} : { minItems: 1 }) });
+  v.done();
+  return [...new Set(input.permissions)];
+}
+
+function validateRolesInput(input: RolesInput, allowEmpty: boolean): string[] {
+  const v = new Validator();
+  validateKeyId(v, input.keyId);
+  v.items("roles", input.roles, { ...ROLES_RULE, ...(allowEmpty ? {} : { minItems: 1 }) });
+  v.done();
+  return [...new Set(input.roles)];
+}
+
+/** The live key of the caller's workspace, or 404 (another workspace's key reads as missing). */
+async function loadKey(deps: Deps, p: Principal, keyId: string): Promise<KeyDetails> {
+  const key = await findLiveKeyById(deps.pool, p.workspaceId, keyId);
+  if (!key) throw keyNotFound();
+  return key;
+}
+
+/** Runs fn with the key row locked; 404 when the key was deleted since it was loaded. */
+async function withLockedKey<T>(deps: Deps, keyId: string, fn: (conn: Queryable) => Promise<T>): Promise<T> {
+  return transaction(deps.pool, async (conn) => {
+    if (!(await lockLiveKey(conn, keyId))) throw keyNotFound();
+    return fn(conn);
+  });
+}
+
+/** A permission deleted between being ensured and being attached: ensure it again. */
+class PermissionVanished extends Error {}
+
+/** add (keep what is attached) or set (detach everything else); returns the direct permissions after. */
+async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slugs: string[], mode: "add" | "set"): Promise<PermissionRow[]> {
+  const now = deps.clock.now();
+  for (let attempt = 1; ; attempt++) {
+    const missing = await missingPermissionSlugs(deps.pool, p.workspaceId, slugs);
+    if (missing.length > 0) {
+      requireAny(p, [RBAC.createPermission]);
+      // Created outside the transaction, each committed on its own (as createKey
+      // does): a concurrent request creating the same slug then finds it.
+      await ensurePermissions(deps.pool, p.workspaceId, missing, now);
+    }
+    try {
+      return await withLockedKey(deps, key.id, async (conn) => {
+        if (mode === "set") await unlinkPermissionsExcept(conn, p.workspaceId, key.id, slugs);
+        await linkPermissionSlugs(conn, p.workspaceId, key.id, slugs, now);
+        const after = await listKeyPermissions(conn, key.id);
+        const attached = new Set(after.map((x) => x.slug));
+        if (attempt < 3 && slugs.some((s) => !attached.has(s))) throw new PermissionVanished();
+        return after;
+      });
+    } catch (err) {
+      if (err instanceof PermissionVanished) continue;
+      throw err;
+    }
+  }
+}
+
+export async function addPermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
+  const slugs = validatePermissionsInput(input, false);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.addPermission]);
+  const after = await attachPermissions(deps, p, key, slugs, "add");
+  await deps.invalidate("key", key.id);
+  return after;
+}
+
+export async function setPermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
+  const slugs = validatePermissionsInput(input, true);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.addPermission]);
+  requireAny(p, [RBAC.removePermission]);
+  const after = await attachPermissions(deps, p, key, slugs, "set");
+  await deps.invalidate("key", key.id);
+  return after;
+}
+
+export async function removePermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
+  const slugs = validatePermissionsInput(input, false);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.removePermission]);
+  // An unknown slug is an error; a known one that is not attached is a no-op.
+  const [unknown] = await missingPermissionSlugs(deps.pool, p.workspaceId, slugs);
+  if (unknown !== undefined) throw permissionNotFound(unknown);
+  const after = await withLockedKey(deps, key.id, async (conn) => {
+    await unlinkPermissionSlugs(conn, p.workspaceId, key.id, slugs);
+    return listKeyPermissions(conn, key.id);
+  });
+  await deps.invalidate("key", key.id);
+  return after;
+}
+
+/**
+ * Roles are looked up inside the transaction that holds the key's lock, and
+ * share-locked there: an unknown name fails the whole call before anything
+ * changes, and a role cannot be deleted between being found and being attached.
+ */
+async function changeRoles(deps: Deps, p: Principal, key: KeyDetails, names: string[], mode: "add" | "remove" | "set"): Promise<RoleRow[]> {
+  const now = deps.clock.now();
+  const after = await withLockedKey(deps, key.id, async (conn) => {
+    const found = await lockRolesByName(conn, p.workspaceId, names);
+    if (found.missing !== undefined) throw roleNotFound(found.missing);
+    if (mode === "remove") await unlinkRoles(conn, key.id, found.ids);
+    if (mode === "set") await unlinkRolesExcept(conn, key.id, found.ids);
+    if (mode !== "remove") await linkRoles(conn, p.workspaceId, key.id, found.ids, now);
+    return listKeyRoles(conn, key.id);
+  });
+  await deps.invalidate("key", key.id);
+  return after;
+}
+
+export async function addRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
+  const names = validateRolesInput(input, false);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.addRole]);
+  return changeRoles(deps, p, key, names, "add");
+}
+
+export async function removeRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
+  const names = validateRolesInput(input, false);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.removeRole]);
+  return changeRoles(deps, p, key, names, "remove");
+}
+
+export async function setRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
+  const names = validateRolesInput(input, true);
+  const key = await loadKey(deps, p, input.keyId);
+  requireAny(p, apiPermission(key.apiId, "update_key"));
+  requireAny(p, [RBAC.addRole]);
+  requireAny(p, [RBAC.removeRole]);
+  return changeRoles(deps, p, key, names, "set");
+}

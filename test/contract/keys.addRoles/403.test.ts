@@ -1,0 +1,36 @@
+// keys.addRoles needs (apis.*.update_key or apis.<apiId>.update_key) AND
+// rbac.*.add_role_to_key (contract §3.2.11).
+import { describe, expect, it } from "vitest";
+import { useHarness } from "../../harness.js";
+import { createApi, createKey, expectError, expectOk, getKey, seedRole, uid } from "../shared/helpers.js";
+
+const PATH = "/v2/keys.addRoles";
+const FORBIDDEN = "err:svc:authorization:insufficient_permissions";
+
+describe("keys.addRoles 403", () => {
+  const h = useHarness();
+
+  it.each<[string, string[], string]>([
+    ["no update_key", ["rbac.*.add_role_to_key", "apis.*.read_key"], "update_key"],
+    ["update_key for another API only", ["apis.api_someotherapi.update_key", "rbac.*.add_role_to_key"], "update_key"],
+    ["update_key but no rbac grant", ["apis.*.update_key"], "rbac.*.add_role_to_key"],
+    ["update_key and the wrong rbac grant (remove)", ["apis.*.update_key", "rbac.*.remove_role_from_key"], "rbac.*.add_role_to_key"],
+    ["update_key and add_permission_to_key", ["apis.*.update_key", "rbac.*.add_permission_to_key", "rbac.*.create_role"], "rbac.*.add_role_to_key"],
+  ])("a root key with %s -> 403 naming what is missing; no role is attached", async (_label, perms, missing) => {
+    const role = uid("role");
+    await seedRole(h, role);
+    const { keyId } = await createKey(h, await createApi(h));
+    const res = await h.post(PATH, { keyId, roles: [role] }, await h.rootKey(perms));
+    expectError(h, res, 403, FORBIDDEN);
+    expect(res.body.error.detail).toContain(missing);
+    expect(expectOk(await getKey(h, keyId)).roles).toBeUndefined();
+  });
+
+  // The grant is checked before the names are looked up, so a root key that may
+  // not give roles cannot probe which roles exist.
+  it("an unknown role without the rbac grant -> 403, not 404", async () => {
+    const { keyId } = await createKey(h, await createApi(h));
+    const res = await h.post(PATH, { keyId, roles: [uid("ghost")] }, await h.rootKey(["apis.*.update_key"]));
+    expectError(h, res, 403, FORBIDDEN, "Missing permission: 'rbac.*.add_role_to_key'");
+  });
+});
