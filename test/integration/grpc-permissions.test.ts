@@ -182,3 +182,47 @@ describe("gRPC: PermissionsService", () => {
     expect(await verifyKey(h, key, { permissions: "temp.use" })).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
   });
 });
+
+describe("gRPC: KeysService grant operations", () => {
+  const h = useHarness();
+  let keys: Client;
+  let perms: Client;
+  let auth: grpc.Metadata;
+
+  beforeAll(async () => {
+    const port = await h.grpcPort();
+    const protoDir = path.join(projectDir, "proto");
+    const def = protoLoader.loadSync([path.join(protoDir, "keyhold/v2/keys_service.proto"), path.join(protoDir, "keyhold/v2/permissions_service.proto")], {
+      includeDirs: [protoDir],
+      keepCase: false,
+      longs: String,
+      defaults: true,
+    });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
+    keys = new (pkg.keyhold.v2.KeysService as grpc.ServiceClientConstructor)(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    perms = new (pkg.keyhold.v2.PermissionsService as grpc.ServiceClientConstructor)(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    auth = bearer(await h.rootKey(["*"]));
+  });
+
+  afterAll(() => {
+    keys?.close();
+    perms?.close();
+  });
+
+  it("AddPermissions, SetRoles and RemovePermissions answer with the key's grants, and verification follows", async () => {
+    const apiId = await createApi(h);
+    const k = await createKey(h, apiId);
+    const added = await call<{ permissions: PermissionMsg[] }>(keys, "addPermissions", { keyId: k.keyId, permissions: ["files.read", "files.write"] }, auth);
+    expect(added.permissions.map((p) => p.slug)).toEqual(["files.read", "files.write"]);
+    await call(perms, "createRole", { name: "auditor", permissions: ["audit.read"] }, auth);
+    const roles = await call<{ roles: RoleMsg[] }>(keys, "setRoles", { keyId: k.keyId, roles: ["auditor"] }, auth);
+    expect(roles.roles.map((r) => r.name)).toEqual(["auditor"]);
+    expect((await verifyKey(h, k.key, { permissions: "audit.read AND files.write" })).code).toBe("VALID");
+    const left = await call<{ permissions: PermissionMsg[] }>(keys, "removePermissions", { keyId: k.keyId, permissions: ["files.write"] }, auth);
+    expect(left.permissions.map((p) => p.slug)).toEqual(["files.read"]);
+    expect((await verifyKey(h, k.key, { permissions: "files.write" })).code).toBe("INSUFFICIENT_PERMISSIONS");
+    const missing = await failure(call(keys, "addRoles", { keyId: k.keyId, roles: ["ghost"] }, auth));
+    expect(missing.code).toBe(grpc.status.NOT_FOUND);
+    expect(missing.metadata.get("error-code")).toEqual(["err:svc:data:role_not_found"]);
+  });
+});
