@@ -17,6 +17,8 @@ describe("credit refills", () => {
     expect((await verify(h, rk, k.key)).code).toBe("USAGE_EXCEEDED");
     const tomorrow = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000 + 1000;
     await at(tomorrow, async () => {
+      // Reads show the due refill before any verification has applied it.
+      expect((await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(3);
       expect(await verify(h, rk, k.key)).toMatchObject({ code: "VALID", credits: 2 });
       expect(await verify(h, rk, k.key)).toMatchObject({ code: "VALID", credits: 1 });
     });

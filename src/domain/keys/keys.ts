@@ -31,6 +31,7 @@ import {
   validateRoles,
 } from "./input.js";
 import type { KeyDetails } from "./record.js";
+import { refillDue } from "./refill.js";
 
 export const keyNotFound = (): AppError => new AppError("err:svc:data:key_not_found");
 export const roleNotFound = (name: string): AppError => new AppError("err:svc:data:role_not_found", `Role '${name}' was not found.`);
@@ -129,7 +130,18 @@ export interface KeyView extends KeyDetails {
   plaintext: string | undefined;
 }
 
-async function withPlaintext(deps: Deps, workspaceId: string, keys: KeyDetails[], decrypt: boolean): Promise<KeyView[]> {
+/**
+ * The balance as of now: a refill that is due but not yet applied (refills are
+ * applied by the next verification, no job runs them) is shown as applied.
+ */
+function withDueRefill(k: KeyDetails, now: number): KeyDetails {
+  if (k.refill === undefined || k.remaining === undefined || k.remaining >= k.refill.amount) return k;
+  return refillDue(k.refill, k.lastRefillAt, now) ? { ...k, remaining: k.refill.amount } : k;
+}
+
+async function withPlaintext(deps: Deps, workspaceId: string, found: KeyDetails[], decrypt: boolean): Promise<KeyView[]> {
+  const now = deps.clock.now();
+  const keys = found.map((k) => withDueRefill(k, now));
   if (!decrypt) return keys.map((k) => ({ ...k, plaintext: undefined }));
   const rec = keys.filter((k) => k.recoverable).map((k) => k.id);
   const stored = rec.length === 0 ? new Map() : await findEncryptedKeys(deps.pool, rec);
@@ -167,7 +179,7 @@ export async function whoami(deps: Deps, p: Principal, input: { key: string }): 
   const key = await findLiveKeyByHash(deps.pool, hashKey(input.key));
   // Another workspace's key and a missing read grant both read as not found, on purpose.
   if (!key || key.workspaceId !== p.workspaceId || !holdsAny(p, apiPermission(key.apiId, "read_key"))) throw keyNotFound();
-  return { ...key, plaintext: undefined };
+  return { ...withDueRefill(key, deps.clock.now()), plaintext: undefined };
 }
 
 export interface ListKeysInput {
