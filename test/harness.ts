@@ -44,6 +44,19 @@ export interface Harness {
   grpcPort(): Promise<number>;
   /** Counts the SQL statements the pool runs while fn runs. */
   countQueries(fn: () => Promise<void>): Promise<number>;
+  /**
+   * Another keyhold instance on the same database: its own pool, caches, limiter
+   * and invalidation poller, as a second process behind a load balancer would have.
+   * Closed with the harness.
+   */
+  otherInstance(env?: Record<string, string>): Promise<Instance>;
+}
+
+export interface Instance {
+  app: FastifyInstance;
+  deps: Deps;
+  runtime: Runtime;
+  post(path: string, body: unknown, rootKey?: string): Promise<Res>;
 }
 
 export function useHarness(): Harness {
@@ -85,7 +98,15 @@ export function useHarness(): Harness {
     Object.assign(h, { app, deps: runtime.deps, db, runtime, config, workspaceId: ws.id, docsBase: DOCS });
   });
 
+  const others: Array<{ db: Database; runtime: Runtime; app: FastifyInstance }> = [];
+
   afterAll(async () => {
+    for (const o of others) {
+      o.runtime.invalidations.stop();
+      await o.app.close();
+      await o.runtime.close();
+      await o.db.close();
+    }
     await grpc?.close(1000);
     await h.app?.close();
     await h.runtime?.close();
@@ -126,6 +147,31 @@ export function useHarness(): Harness {
   h.grpcPort = async () => {
     if (!grpc) grpc = await startGrpcServer(h.deps, DOCS, services(h.deps), "127.0.0.1", 0);
     return grpc.port;
+  };
+
+  h.otherInstance = async (env = {}) => {
+    const config = { ...loadConfig({ LOG_LEVEL: "silent", DOCS_BASE_URL: DOCS, ...env }), databaseUrl: h.config.databaseUrl };
+    const db = await openDatabase(config.databaseUrl, () => undefined);
+    const runtime = buildDeps(config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
+    const app = await buildServer({ config, deps: runtime.deps, services: services(runtime.deps) });
+    await app.ready();
+    others.push({ db, runtime, app });
+    const post = async (path: string, body: unknown, rootKey?: string): Promise<Res> => {
+      const res = await app.inject({
+        method: "POST",
+        url: path,
+        headers: { "content-type": "application/json", ...(rootKey === undefined ? {} : { authorization: `Bearer ${rootKey}` }) },
+        payload: JSON.stringify(body),
+      });
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(res.body);
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.statusCode, headers: res.headers, body: parsed, text: res.body };
+    };
+    return { app, deps: runtime.deps, runtime, post };
   };
 
   h.countQueries = async (fn) => {

@@ -27,6 +27,11 @@ export class RecordCache<T extends object> {
   private readonly negativeTtlMs: number;
   /** Bumped by every invalidation, so a load that raced one does not cache stale data. */
   generation = 0;
+  /**
+   * While invalidations from other instances cannot be received, records are not
+   * served from (or kept in) the cache: every read goes to the database.
+   */
+  bypass = false;
 
   constructor(opts: CacheOptions, private readonly sizeOf: (v: T) => number) {
     this.negativeTtlMs = opts.negativeTtlMs;
@@ -40,10 +45,12 @@ export class RecordCache<T extends object> {
   }
 
   get(hash: string): Cached<T> | undefined {
+    if (this.bypass) return undefined;
     return this.lru.get(hash)?.value;
   }
 
   set(hash: string, value: T, tags: readonly string[] = []): void {
+    if (this.bypass) return;
     this.lru.set(hash, { value, tags });
     for (const t of tags) {
       let set = this.tags.get(t);
@@ -53,6 +60,7 @@ export class RecordCache<T extends object> {
   }
 
   setMiss(hash: string): void {
+    if (this.bypass) return;
     this.lru.set(hash, { value: MISS, tags: [] }, { ttl: this.negativeTtlMs });
   }
 

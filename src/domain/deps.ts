@@ -36,4 +36,6 @@ export interface Deps {
   vault: Vault;
   /** Evicts cached records here at once and tells other instances. */
   invalidate(kind: InvalidationKind, id: string): Promise<void>;
+  /** Names of the parts running degraded (["redis"], ["invalidation-log"]); empty when all is well. */
+  degraded(): string[];
 }

@@ -103,7 +103,14 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
     app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST as the seed's convention).
-    const liveness = async (req: FastifyRequest) => ({ meta: { requestId: req.id }, data: { message: "OK" } });
+    // Still 200 when degraded (it still answers); the parts running degraded are named.
+    const liveness = async (req: FastifyRequest) => {
+      const degraded = deps.degraded();
+      return {
+        meta: { requestId: req.id },
+        data: degraded.length === 0 ? { message: "OK" } : { message: `degraded: ${degraded.join(", ")}`, degraded },
+      };
+    };
     app.get("/v2/liveness", liveness);
     app.post("/v2/liveness", liveness);
 

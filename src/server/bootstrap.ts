@@ -7,6 +7,7 @@ import type { Deps } from "../domain/deps.js";
 import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
+import { isDatabaseUnavailable } from "../storage/sql.js";
 import { gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
@@ -55,6 +56,10 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) return send(reply, req, err);
+    if (isDatabaseUnavailable(err)) {
+      req.log.error({ err, requestId: req.id, url: req.url }, "database unavailable");
+      return send(reply, req, new AppError("err:svc:application:service_unavailable"));
+    }
     const mapped = fastifyErrorCode(err);
     if (mapped.code === "err:svc:application:unexpected_error") {
       // Internals stay in the log, with the request id the client was given.

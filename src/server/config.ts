@@ -15,6 +15,10 @@ export interface Config {
   cacheTtlMs: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** redis:// or rediss:// URL: rate-limit counters shared by every instance. Undefined = in-memory counters. */
+  redisUrl: string | undefined;
+  /** How rate limits are answered while Redis is unreachable. */
+  ratelimitWhenRedisDown: "local" | "open" | "closed";
 }
 
 export class ConfigError extends Error {
@@ -25,6 +29,7 @@ export class ConfigError extends Error {
 }
 
 const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const WHEN_REDIS_DOWN = ["local", "open", "closed"] as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
@@ -72,6 +77,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push("KEYHOLD_ENCRYPTION_KEY must be the base64 of exactly 32 bytes (openssl rand -base64 32)");
   }
 
+  const redisUrl = env.REDIS_URL === "" ? undefined : env.REDIS_URL;
+  if (redisUrl !== undefined) {
+    try {
+      const u = new URL(redisUrl);
+      if (u.protocol !== "redis:" && u.protocol !== "rediss:") {
+        problems.push(`REDIS_URL must start with redis:// or rediss:// (got ${u.protocol}//)`);
+      }
+    } catch {
+      problems.push("REDIS_URL is not a URL (expected redis://[:password@]host:6379[/db])");
+    }
+  }
+
+  const whenDown = (env.RATELIMIT_WHEN_REDIS_DOWN === undefined || env.RATELIMIT_WHEN_REDIS_DOWN === "" ? "local" : env.RATELIMIT_WHEN_REDIS_DOWN)
+    .trim()
+    .toLowerCase();
+  if (!(WHEN_REDIS_DOWN as readonly string[]).includes(whenDown)) {
+    problems.push(`RATELIMIT_WHEN_REDIS_DOWN=${JSON.stringify(env.RATELIMIT_WHEN_REDIS_DOWN)} is not one of ${WHEN_REDIS_DOWN.join(", ")}`);
+  }
+
   const config: Config = {
     databaseUrl,
     host: env.HOST && env.HOST !== "" ? env.HOST : "0.0.0.0",
@@ -85,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cacheTtlMs: int("CACHE_TTL_MS", 60_000, 0, 86_400_000),
     bodyLimitBytes: int("BODY_LIMIT_BYTES", 10 * 1024 * 1024, 1024, 1024 ** 3),
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    redisUrl,
+    ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
   };
   if (config.port !== 0 && config.port === config.grpcPort) problems.push(`PORT and GRPC_PORT must differ (both ${config.port})`);
   if (problems.length > 0) throw new ConfigError(problems);

@@ -7,6 +7,7 @@ import type { Deps } from "../domain/deps.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { toConnectError } from "../errors/catalog.js";
+import { isDatabaseUnavailable } from "../storage/sql.js";
 import type { ServiceEntry } from "../services/types.js";
 
 /** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
@@ -25,6 +26,10 @@ export async function invokeRpc(
     return await op(req, { principal, requestId });
   } catch (err) {
     if (err instanceof AppError) throw toConnectError(err, docsBase, requestId);
+    if (isDatabaseUnavailable(err)) {
+      deps.log.error({ err, requestId, rpc: label }, "database unavailable");
+      throw toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
+    }
     deps.log.error({ err, requestId, rpc: label }, "unexpected error");
     throw toConnectError(new AppError("err:svc:application:unexpected_error"), docsBase, requestId);
   }

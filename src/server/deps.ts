@@ -9,9 +9,10 @@ import type { Deps, InvalidationKind, Logger } from "../domain/deps.js";
 import { keyRecordSize, type KeyRecord } from "../domain/keys/record.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
 import { CreditSpender } from "../domain/keys/credits.js";
-import { MemoryLimiter } from "../domain/ratelimit/limiter.js";
+import { MemoryLimiter, type Limiter } from "../domain/ratelimit/limiter.js";
 import { stateDir } from "../paths.js";
 import { touchKeys } from "../storage/keys.js";
+import { RedisLimiter } from "../storage/redis-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import { DatabaseVault } from "../storage/vault.js";
@@ -45,6 +46,8 @@ export interface Runtime {
   deps: Deps;
   invalidations: Invalidations;
   close(): Promise<void>;
+  /** Names of the parts currently running degraded (e.g. ["redis"]); empty when all is well. */
+  degraded: () => string[];
 }
 
 export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock): Runtime {
@@ -79,10 +82,24 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
         keyCache.deleteTag(`${kind}:${id}`);
     }
   };
-  const invalidations = new Invalidations(pool, evict, log);
+  const caches = () => [keyCache, rootKeyCache, namespaceCache, overrideCache];
+  const invalidations = new Invalidations(pool, evict, log, (stale) => {
+    for (const c of caches()) {
+      c.bypass = stale;
+      if (!stale) c.clear();
+    }
+  });
   const usage = new UsageRecorder((batch) => touchKeys(pool, batch), (err) => log.warn({ err }, "could not record key usage"));
   usage.start();
-  const limiter = new MemoryLimiter();
+  // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
+  const limiter: Limiter =
+    config.redisUrl !== undefined
+      ? new RedisLimiter({ url: config.redisUrl, log, whenDown: config.ratelimitWhenRedisDown })
+      : new MemoryLimiter();
+  const degraded = (): string[] => [
+    ...(limiter.degraded?.() === true ? ["redis"] : []),
+    ...(invalidations.stale ? ["invalidation-log"] : []),
+  ];
   const deps: Deps = {
     pool,
     clock,
@@ -96,6 +113,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadEncryptionKey(config, log)),
     invalidate: (kind, id) => invalidations.publish(kind, id),
+    degraded,
   };
   return {
     deps,
@@ -105,5 +123,6 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       await usage.stop();
       await limiter.close();
     },
+    degraded,
   };
 }

@@ -81,3 +81,8 @@ export const isDuplicateKey = (err: unknown): boolean => (err as { code?: string
 export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
 export const optNum = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : num(v));
 export const optStr = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+
+const UNAVAILABLE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_SERVER_SHUTDOWN", "ENOTFOUND"]);
+
+/** Whether an error means the database cannot be reached (a 503, not a bug). */
+export const isDatabaseUnavailable = (err: unknown): boolean => UNAVAILABLE.has(String((err as { code?: string }).code));

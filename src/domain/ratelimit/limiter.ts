@@ -26,6 +26,8 @@ export interface LimitResult {
 export interface Limiter {
   check(checks: readonly LimitCheck[], now: number): Promise<LimitResult[]>;
   close(): Promise<void>;
+  /** True while a shared limiter answers from its fallback (e.g. Redis unreachable). */
+  degraded?(): boolean;
 }
 
 interface Window {

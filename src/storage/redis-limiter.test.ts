@@ -1,0 +1,250 @@
+// RedisLimiter against the real Redis at 127.0.0.1:6379 (REDIS_TEST_URL to
+// change it); every test uses its own random key prefix. The recovery test
+// starts a private redis-server on a free port and kills it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import net from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryLimiter, type LimitCheck, type Limiter } from "../domain/ratelimit/limiter.js";
+import type { Logger } from "../domain/deps.js";
+import { RedisLimiter, type RedisLimiterOptions } from "./redis-limiter.js";
+
+const URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
+const D = 60_000;
+const T0 = 1_000 * D; // a window start: elapsed 0
+
+interface LogLine {
+  level: "info" | "warn" | "error" | "debug";
+  msg: string | undefined;
+}
+
+function logger(lines: LogLine[] = []): Logger & { lines: LogLine[] } {
+  const at = (level: LogLine["level"]) => (_obj: unknown, msg?: string) => void lines.push({ level, msg });
+  return { lines, info: at("info"), warn: at("warn"), error: at("error"), debug: at("debug") };
+}
+
+const open: RedisLimiter[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((l) => l.close()));
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
+function prefix(): string {
+  return `kh:test:${randomBytes(6).toString("hex")}:`;
+}
+
+async function limiter(opts: Partial<RedisLimiterOptions> = {}, wait = true): Promise<RedisLimiter> {
+  const l = new RedisLimiter({ url: URL, log: logger(), keyPrefix: prefix(), ...opts });
+  open.push(l);
+  if (wait) await until(() => l.redis.status === "ready", 5_000);
+  return l;
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const chk = (key: string, limit: number, cost = 1, duration = D): LimitCheck => ({ key, limit, cost, duration });
+
+async function passes(l: Limiter, n: number, c: LimitCheck, now: number): Promise<number> {
+  let ok = 0;
+  for (let i = 0; i < n; i++) if ((await l.check([c], now))[0]!.passed) ok++;
+  return ok;
+}
+
+describe("RedisLimiter", () => {
+  it("counts exactly up to the limit, with remaining and reset", async () => {
+    const l = await limiter();
+    const results = [];
+    for (let i = 0; i < 6; i++) results.push((await l.check([chk("k", 5)], T0 + 10))[0]!);
+    expect(results.map((r) => r.passed)).toEqual([true, true, true, true, true, false]);
+    expect(results.map((r) => r.remaining)).toEqual([4, 3, 2, 1, 0, 0]);
+    expect(results[0]!.reset).toBe(T0 + D);
+    expect(results[0]!.limit).toBe(5);
+    expect(l.degraded()).toBe(false);
+  });
+
+  it("weights the previous window by the time left, like MemoryLimiter", async () => {
+    const l = await limiter();
+    const m = new MemoryLimiter();
+    try {
+      const c = chk("w", 10);
+      // 10 in the previous window.
+      expect(await passes(l, 10, c, T0 - D + 5)).toBe(10);
+      expect(await passes(m, 10, c, T0 - D + 5)).toBe(10);
+      // A quarter into the next window: trunc(10 × 0.75) = 7 still count → 3 pass.
+      const now = T0 + D / 4;
+      const r = await l.check([c], now);
+      expect(r).toEqual(await m.check([c], now));
+      expect(r[0]).toEqual({ passed: true, limit: 10, remaining: 2, reset: T0 + D });
+      expect(await passes(l, 5, c, now)).toBe(2);
+      // Later in the same window more of the previous count has faded.
+      const later = T0 + (D * 7) / 10; // trunc(10 × 0.3) = 3, cur = 3 → 4 more pass
+      expect(await passes(l, 10, c, later)).toBe(4);
+      // Two windows on, nothing remains from before.
+      expect(await passes(l, 12, c, T0 + 2 * D)).toBe(10);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("cost 0 passes at exactly the limit and consumes nothing", async () => {
+    const l = await limiter();
+    expect(await passes(l, 3, chk("z", 3), T0)).toBe(3);
+    const r = await l.check([chk("z", 3, 0)], T0);
+    expect(r[0]).toEqual({ passed: true, limit: 3, remaining: 0, reset: T0 + D });
+    expect((await l.check([chk("z", 3)], T0))[0]!.passed).toBe(false);
+    // A fresh counter queried at cost 0 creates no key.
+    await l.check([chk("fresh", 3, 0)], T0);
+    const keys = await l.redis.keys(`${(l as unknown as { prefix: string }).prefix}*fresh*`);
+    expect(keys).toEqual([]);
+  });
+
+  it("limit 0 denies, even at cost 0", async () => {
+    const l = await limiter();
+    expect((await l.check([chk("n", 0)], T0))[0]).toEqual({ passed: false, limit: 0, remaining: 0, reset: T0 + D });
+    expect((await l.check([chk("n", 0, 0)], T0))[0]!.passed).toBe(false);
+  });
+
+  it("is all-or-nothing across a batch", async () => {
+    const l = await limiter();
+    expect(await passes(l, 2, chk("b", 2), T0)).toBe(2); // b is full
+    const r = await l.check([chk("a", 5, 2), chk("b", 2)], T0);
+    expect(r.map((x) => x.passed)).toEqual([true, false]);
+    // a passed but was refunded: remaining = limit − effective + cost = 5 − 2 + 2.
+    expect(r[0]!.remaining).toBe(5);
+    expect(r[1]!.remaining).toBe(0);
+    // Nothing consumed on a: five more of cost 1 pass.
+    expect(await passes(l, 6, chk("a", 5), T0)).toBe(5);
+    // A passing batch consumes every counter.
+    const ok = await l.check([chk("c", 3), chk("d", 3, 2)], T0);
+    expect(ok.map((x) => [x.passed, x.remaining])).toEqual([[true, 2], [true, 1]]);
+  });
+
+  it("counts the earlier checks' cost when one counter is named twice in a batch", async () => {
+    const l = await limiter();
+    const m = new MemoryLimiter();
+    try {
+      const batch = [chk("t", 5, 2), chk("t", 5, 2), chk("t", 5, 2)];
+      const r = await l.check(batch, T0);
+      expect(r).toEqual(await m.check(batch, T0));
+      expect(r.map((x) => x.passed)).toEqual([true, true, false]);
+      const two = [chk("t", 5, 2), chk("t", 5, 3)];
+      const r2 = await l.check(two, T0);
+      expect(r2).toEqual(await m.check(two, T0));
+      expect(r2.map((x) => [x.passed, x.remaining])).toEqual([[true, 3], [true, 0]]);
+      expect((await l.check([chk("t", 5)], T0))[0]!.passed).toBe(false);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("shares counters between two instances: 100 parallel checks against 20 → exactly 20", async () => {
+    const keyPrefix = prefix();
+    const a = await limiter({ keyPrefix });
+    const b = await limiter({ keyPrefix });
+    const now = Date.now();
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).check([chk("shared", 20)], now)));
+    expect(results.filter((r) => r[0]!.passed)).toHaveLength(20);
+    expect(a.degraded() || b.degraded()).toBe(false);
+  });
+
+  it("gives every counter key a TTL of about 2 × duration", async () => {
+    const keyPrefix = prefix();
+    const l = await limiter({ keyPrefix });
+    await l.check([chk("ttl", 5, 1, 10_000), chk("ttl2", 5, 1, 2_000)], T0);
+    const keys = await l.redis.keys(`${keyPrefix}*`);
+    expect(keys.sort()).toEqual([`${keyPrefix}{ttl2}:2000:${T0 / 2_000}`, `${keyPrefix}{ttl}:10000:${T0 / 10_000}`]);
+    for (const k of keys) {
+      const ttl = await l.redis.pttl(k);
+      const d = k.includes(":10000:") ? 10_000 : 2_000;
+      expect(ttl).toBeGreaterThan(2 * d);
+      expect(ttl).toBeLessThanOrEqual(2 * d + 60_000);
+    }
+  });
+
+  describe("when Redis is unreachable", () => {
+    const down = "redis://127.0.0.1:1";
+
+    it("'local' counts locally (exact on one instance) and reports degraded", async () => {
+      const log = logger();
+      const l = await limiter({ url: down, log }, false);
+      expect(await passes(l, 8, chk("x", 5), T0)).toBe(5);
+      expect(l.degraded()).toBe(true);
+      expect(log.lines.filter((x) => x.level === "warn")).toHaveLength(1);
+    });
+
+    it("'open' allows everything", async () => {
+      const l = await limiter({ url: down, whenDown: "open" }, false);
+      expect(await passes(l, 8, chk("x", 5), T0)).toBe(8);
+      expect(l.degraded()).toBe(true);
+    });
+
+    it("'closed' denies everything", async () => {
+      const l = await limiter({ url: down, whenDown: "closed" }, false);
+      const r = await l.check([chk("x", 5)], T0);
+      expect(r[0]).toEqual({ passed: false, limit: 5, remaining: 0, reset: T0 + D });
+      expect(l.degraded()).toBe(true);
+    });
+  });
+
+  it("falls back while Redis is down and shares counters again once it is back", async () => {
+    const port = await freePort();
+    const start = async () => {
+      const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+      children.push(child);
+      return child;
+    };
+    let server = await start();
+    const url = `redis://127.0.0.1:${port}`;
+    const log = logger();
+    const keyPrefix = prefix();
+    const a = await limiter({ url, log, keyPrefix });
+    const b = await limiter({ url, keyPrefix });
+    const now = Date.now();
+    expect((await a.check([chk("r", 4)], now))[0]!.passed).toBe(true);
+    expect((await b.check([chk("r", 4)], now))[0]!.remaining).toBe(2);
+
+    server.kill("SIGKILL");
+    await new Promise((r) => server.once("exit", r));
+    // Still answering, from local counters.
+    const r = await a.check([chk("r", 4)], now);
+    expect(r[0]!.passed).toBe(true);
+    expect(a.degraded()).toBe(true);
+    expect(log.lines.filter((x) => x.level === "warn")).toHaveLength(1);
+
+    server = await start();
+    const back = Date.now();
+    await until(async () => {
+      await a.check([chk("probe", 100)], now);
+      await b.check([chk("probe", 100)], now);
+      return !a.degraded() && !b.degraded();
+    }, 8_000);
+    expect(Date.now() - back).toBeLessThan(5_000);
+    // The restarted server kept nothing: fresh shared counters, seen by both instances.
+    expect((await a.check([chk("r2", 3)], now))[0]!.remaining).toBe(2);
+    expect((await b.check([chk("r2", 3)], now))[0]!.remaining).toBe(1);
+    expect((await a.check([chk("r2", 3)], now))[0]!.remaining).toBe(0);
+    expect((await b.check([chk("r2", 3)], now))[0]!.passed).toBe(false);
+    expect(log.lines.filter((x) => x.level === "info")).toHaveLength(1);
+    expect(log.lines.filter((x) => x.level === "warn")).toHaveLength(1);
+  }, 30_000);
+
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,129 @@
+// Two keyhold instances on one database, as behind a load balancer: credits are
+// exact across them, and a change made on one is seen by the other within 1 s.
+import { describe, expect, it } from "vitest";
+import { useHarness, type Instance } from "../harness.js";
+import { api, key } from "../fixtures.js";
+
+describe("two instances on one database", () => {
+  const h = useHarness();
+
+  async function pair(): Promise<{ b: Instance; rk: string }> {
+    const b = await h.otherInstance();
+    // Both poll the invalidation log, as main.ts does.
+    await h.runtime.invalidations.start(250);
+    await b.runtime.invalidations.start(250);
+    return { b, rk: await h.rootKey(["*"]) };
+  }
+
+  /** Polls fn until it is true, for at most `ms`; returns how long it took. */
+  async function within(ms: number, fn: () => Promise<boolean>): Promise<number> {
+    const start = Date.now();
+    for (;;) {
+      if (await fn()) return Date.now() - start;
+      if (Date.now() - start > ms) throw new Error(`not seen within ${ms} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it("200 verifications of a key with 50 credits, alternating between the instances, give exactly 50 VALID", async () => {
+    const { b, rk } = await pair();
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId, { credits: { remaining: 50 } });
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? h.post : b.post)("/v2/keys.verifyKey", { key: k.key }, rk)),
+    );
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(50);
+    expect((await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(0);
+  });
+
+  it("disabling, updating and deleting a key on A is seen by a verification on B within 1 s", async () => {
+    const { b, rk } = await pair();
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId, { name: "before" });
+    const onB = async () => (await b.post("/v2/keys.verifyKey", { key: k.key }, rk)).body.data;
+    expect((await onB()).code).toBe("VALID"); // now cached on B
+
+    await h.post("/v2/keys.updateKey", { keyId: k.keyId, enabled: false }, rk);
+    await within(1000, async () => (await onB()).code === "DISABLED");
+    await h.post("/v2/keys.updateKey", { keyId: k.keyId, enabled: true, name: "after" }, rk);
+    await within(1000, async () => (await onB()).name === "after");
+    await h.post("/v2/keys.deleteKey", { keyId: k.keyId }, rk);
+    await within(1000, async () => (await onB()).code === "NOT_FOUND");
+  });
+
+  it("a reroll, an identity change and a role deletion on A reach B within 1 s", async () => {
+    const { b, rk } = await pair();
+    const apiId = await api(h, rk);
+    await h.post("/v2/permissions.createRole", { name: "reader", permissions: ["docs.read"] }, rk);
+    await h.post("/v2/identities.createIdentity", { externalId: "mi_user", meta: { tier: "free" } }, rk);
+    const k = await key(h, rk, apiId, { roles: ["reader"], externalId: "mi_user" });
+    const onB = async (extra: Record<string, unknown> = {}) => (await b.post("/v2/keys.verifyKey", { key: k.key, ...extra }, rk)).body.data;
+    expect((await onB({ permissions: "docs.read" })).code).toBe("VALID");
+
+    await h.post("/v2/identities.updateIdentity", { identity: "mi_user", meta: { tier: "pro" } }, rk);
+    await within(1000, async () => (await onB()).identity?.meta?.tier === "pro");
+    await h.post("/v2/permissions.deleteRole", { role: "reader" }, rk);
+    await within(1000, async () => (await onB({ permissions: "docs.read" })).code === "INSUFFICIENT_PERMISSIONS");
+    await h.post("/v2/keys.rerollKey", { keyId: k.keyId, expiration: 0 }, rk);
+    await within(1000, async () => (await onB()).code === "EXPIRED");
+  });
+
+  it("an override set on A applies to ratelimit.limit on B within 1 s", async () => {
+    const { b, rk } = await pair();
+    const body = { namespace: "mi_ns", identifier: "vip", limit: 5, duration: 60_000 };
+    expect((await b.post("/v2/ratelimit.limit", body, rk)).body.data.limit).toBe(5);
+    await h.post("/v2/ratelimit.setOverride", { namespace: "mi_ns", identifier: "vip", limit: 500, duration: 60_000 }, rk);
+    await within(1000, async () => (await b.post("/v2/ratelimit.limit", body, rk)).body.data.limit === 500);
+  });
+
+  it("a root key revoked through the invalidation log stops working on both within 1 s", async () => {
+    const { b } = await pair();
+    const victim = await h.rootKey(["apis.*.read_api"]);
+    const probe = (inst: { post: Instance["post"] }) => inst.post("/v2/apis.getApi", { apiId: "api_nothing_here" }, victim);
+    expect((await probe(b)).status).toBe(404); // authenticated, and cached on B
+    const [row] = (await h.db.pool.query("SELECT id, hash FROM root_keys ORDER BY pk DESC LIMIT 1")) as unknown as [Array<{ id: string; hash: string }>];
+    await h.db.pool.query("UPDATE root_keys SET deleted_at_m = ? WHERE id = ?", [Date.now(), row[0]?.id]);
+    await h.db.pool.query("INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES ('rootkey', ?, ?)", [row[0]?.hash, Date.now()]);
+    await within(1000, async () => (await probe(b)).status === 401);
+    await within(1000, async () => (await probe(h)).status === 401);
+  });
+});
+
+describe("two instances sharing Redis", () => {
+  const h = useHarness();
+  const REDIS = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+  it("100 parallel verifications alternating between two instances against 20 per minute give exactly 20 VALID", async () => {
+    const a = await h.otherInstance({ REDIS_URL: REDIS });
+    const b = await h.otherInstance({ REDIS_URL: REDIS });
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId, { ratelimits: [{ name: "shared_minute", limit: 20, duration: 60_000 }] });
+    // A fixed clock mid-window on both, so the test never straddles a window edge.
+    const now = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
+    for (const inst of [a, b]) (inst.deps as { clock: { now(): number } }).clock = { now: () => now };
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/keys.verifyKey", { key: k.key }, rk)));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(20);
+    // ratelimit.limit is shared the same way.
+    const body = { namespace: "shared_ns", identifier: "user_1", limit: 10, duration: 60_000 };
+    const limits = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/ratelimit.limit", body, rk)));
+    expect(limits.filter((r) => r.body.data.success)).toHaveLength(10);
+  });
+
+  it("with Redis unreachable, verification keeps answering, limits locally and says it is degraded", async () => {
+    const a = await h.otherInstance({ REDIS_URL: "redis://127.0.0.1:1" });
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId, { ratelimits: [{ name: "local_minute", limit: 3, duration: 60_000 }] });
+    const now = Math.floor(Date.now() / 60_000) * 60_000 + 30_000;
+    (a.deps as { clock: { now(): number } }).clock = { now: () => now };
+    const codes = [];
+    for (let i = 0; i < 5; i++) codes.push((await a.post("/v2/keys.verifyKey", { key: k.key }, rk)).body.data.code);
+    expect(codes).toEqual(["VALID", "VALID", "VALID", "RATE_LIMITED", "RATE_LIMITED"]);
+    const live = await a.app.inject({ method: "GET", url: "/v2/liveness" });
+    expect(live.statusCode).toBe(200);
+    expect(JSON.parse(live.body).data.degraded).toContain("redis");
+  });
+});
