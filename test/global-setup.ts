@@ -1,6 +1,8 @@
 // Runs once per test run: uses DATABASE_URL's server when it is set, otherwise
 // starts (or joins) keyhold's private server, exactly as `npm start` would.
 // Each test file then makes its own fresh database on that server.
+import { spawn } from "node:child_process";
+import net from "node:net";
 import type { TestProject } from "vitest/node";
 import { projectDir } from "../src/paths.js";
 import { startPrivateServer } from "../src/storage/private-server.js";
@@ -9,20 +11,78 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** mysql:// URL of the server, without a database. */
     mysqlServer: string;
+    /** redis:// URL for the shared-counter tests, or "" when no Redis can be had. */
+    redisUrl: string;
   }
 }
 
+/** Whether a Redis answers PING at this URL. */
+function redisAnswers(url: string): Promise<boolean> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(u.port || 6379), u.hostname, () => socket.write("PING\r\n"));
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("data", (d) => {
+      socket.destroy();
+      resolve(d.toString().startsWith("+PONG"));
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * Redis for the tests: TEST_REDIS_URL, else the usual 127.0.0.1:6379, else a
+ * private redis-server on a free port when the binary is installed. Without any,
+ * the Redis tests are skipped and say why.
+ */
+async function provideRedis(project: TestProject): Promise<(() => void) | undefined> {
+  const wanted = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+  if (await redisAnswers(wanted)) {
+    project.provide("redisUrl", wanted);
+    return undefined;
+  }
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  const spawned = await new Promise<boolean>((resolve) => {
+    child.once("error", () => resolve(false));
+    child.once("spawn", () => resolve(true));
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; spawned && i < 50; i++) {
+    if (await redisAnswers(url)) {
+      console.log(`[tests] started a private redis-server on port ${port}`);
+      project.provide("redisUrl", url);
+      return () => child.kill("SIGTERM");
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  console.log("[tests] no Redis at 127.0.0.1:6379 and no redis-server to start: the Redis tests are skipped (apt-get install redis-server)");
+  project.provide("redisUrl", "");
+  return undefined;
+}
+
 export default async function setup(project: TestProject) {
+  const stopRedis = await provideRedis(project);
   const url = process.env.DATABASE_URL;
   if (url !== undefined && url !== "") {
     const u = new URL(url);
     u.pathname = "/";
     project.provide("mysqlServer", u.toString().replace(/\/$/, ""));
-    return;
+    return async () => stopRedis?.();
   }
   const server = await startPrivateServer({ projectDir, log: (line) => console.log(`[tests] ${line}`) });
   project.provide("mysqlServer", `mysql://root@localhost/?socketPath=${encodeURIComponent(server.socketPath)}`);
   return async () => {
+    stopRedis?.();
     await server.stop();
   };
 }

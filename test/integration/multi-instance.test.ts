@@ -1,6 +1,6 @@
 // Two keyhold instances on one database, as behind a load balancer: credits are
 // exact across them, and a change made on one is seen by the other within 1 s.
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { useHarness, type Instance } from "../harness.js";
 import { api, key } from "../fixtures.js";
 
@@ -90,9 +90,9 @@ describe("two instances on one database", () => {
   });
 });
 
-describe("two instances sharing Redis", () => {
+describe.skipIf(inject("redisUrl") === "")("two instances sharing Redis", () => {
   const h = useHarness();
-  const REDIS = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+  const REDIS = inject("redisUrl");
 
   it("100 parallel verifications alternating between two instances against 20 per minute give exactly 20 VALID", async () => {
     const a = await h.otherInstance({ REDIS_URL: REDIS });
