@@ -4,6 +4,9 @@
 //   B  a bare @grpc/grpc-js unary handler   (for verifyKey over gRPC)
 // The server under test and the load generator are separate processes, pinned to
 // different cores when `taskset` exists. Writes bench/results.json.
+// Then the scale part (bench/scale.ts; BENCH_SCALE=0 skips it): two instances vs
+// one, hit/miss verification with 10,000 and BENCH_KEYS_LARGE (1,000,000) keys,
+// and RSS with a full and a bounded cache; added to results.json as `scale`.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -12,6 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
+import { runScale } from "./scale.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
 const root = path.resolve(here, "..", "..");
@@ -128,13 +132,16 @@ function grpcJsLoad(port: number, rpcPath: string, body: Uint8Array, auth: strin
   return { rps: out.rps, p50: out.p50, p99: out.p99, errors: out.errors };
 }
 
-async function startKeyhold(): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
+/** Starts keyhold with extra env (REDIS_URL etc. pass through from ours); cpu null = not pinned. */
+async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
   const port = await freePort();
   const grpcPort = await freePort();
-  const [cmd, args] = pinned(0, process.execPath, [path.join(root, "dist", "src", "main.js")]);
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
+  const main = [path.join(root, "dist", "src", "main.js")];
+  const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
+  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error(`keyhold exited with ${child.exitCode}`);
     try {
       if ((await fetch(`${base}/v2/liveness`)).ok) return { child, base, grpcPort };
     } catch {
@@ -257,6 +264,14 @@ async function main() {
   } finally {
     await stop(k.child);
   }
+
+  if (process.env.BENCH_SCALE === "0") return;
+  const { scale, lines } = await runScale({ root, here, seconds: SECONDS, hasTaskset, log, startKeyhold, stop, post });
+  const file = path.join(root, "bench", "results.json");
+  const report = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
+  fs.writeFileSync(file, `${JSON.stringify({ ...report, scale }, null, 2)}\n`);
+  for (const line of lines) console.log(line);
+  console.log("scale figures added to bench/results.json");
 }
 
 main().catch((err) => {
