@@ -94,6 +94,9 @@ export class RedisLimiter implements Limiter {
       commandTimeout: opts.commandTimeoutMs ?? 200,
       connectTimeout: 2_000,
       lazyConnect: false,
+      // Checks issued in the same event-loop turn (one per concurrent request) go
+      // to Redis in one write: far fewer syscalls under load, same one round trip each.
+      enableAutoPipelining: true,
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times - 1, 10), maxDelay),
     });
     this.redis.defineCommand("khRateLimit", { lua: SCRIPT });
