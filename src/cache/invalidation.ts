@@ -8,8 +8,13 @@ import { exec, rows } from "../storage/sql.js";
 
 export type Evict = (kind: InvalidationKind, id: string) => void;
 
+/** How far back each poll looks again for rows that committed late. */
+const RECENT_MS = 5_000;
+
 export class Invalidations {
   private lastPk = 0;
+  /** pk -> when applied, for the rows of the last few seconds. */
+  private readonly applied = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private lastCleanup = 0;
@@ -34,10 +39,22 @@ export class Invalidations {
     return this.failing;
   }
 
-  /** Evicts here, then tells the others. */
+  /**
+   * Evicts here, then tells the others. The change itself is already committed,
+   * so a failure to record it must not fail the request: it is logged, and this
+   * instance stops trusting caches until the log works again.
+   */
   async publish(kind: InvalidationKind, id: string): Promise<void> {
     this.evict(kind, id);
-    await exec(this.pool, "INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES (?, ?, ?)", [kind, id, Date.now()]);
+    try {
+      await exec(this.pool, "INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES (?, ?, ?)", [kind, id, Date.now()]);
+    } catch (err) {
+      this.log.error({ err, kind, id }, "could not record a cache invalidation for other instances");
+      if (!this.failing) {
+        this.failing = true;
+        this.onStale(true);
+      }
+    }
   }
 
   async start(everyMs: number): Promise<void> {
@@ -57,20 +74,29 @@ export class Invalidations {
     if (this.polling) return;
     this.polling = true;
     try {
-      const rs = await rows(this.pool, "SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? ORDER BY pk LIMIT 1000", [
-        this.lastPk,
-      ]);
+      // Auto-increment values are taken at insert but rows become visible at
+      // commit, so a smaller pk can appear after a larger one: rows of the last
+      // few seconds are read again, and a row is applied once.
+      const now = Date.now();
+      const rs = await rows(
+        this.pool,
+        "SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? OR created_at_m >= ? ORDER BY pk LIMIT 5000",
+        [this.lastPk, now - RECENT_MS],
+      );
       for (const r of rs) {
+        const pk = Number(r.pk);
+        if (this.applied.has(pk)) continue;
+        this.applied.set(pk, now);
         this.evict(String(r.kind) as InvalidationKind, String(r.cache_key));
-        this.lastPk = Number(r.pk);
+        if (pk > this.lastPk) this.lastPk = pk;
       }
+      for (const [pk, at] of this.applied) if (at < now - 2 * RECENT_MS) this.applied.delete(pk);
       this.lastOk = Date.now();
       if (this.failing) {
         this.failing = false;
         this.onStale(false);
         this.log.info({}, "cache invalidation log readable again: caching resumed");
       }
-      const now = Date.now();
       if (now - this.lastCleanup > 60_000) {
         this.lastCleanup = now;
         await exec(this.pool, "DELETE FROM cache_invalidations WHERE created_at_m < ?", [now - 3_600_000]);

@@ -53,3 +53,23 @@ describe("invalidation log outage", () => {
     }
   });
 });
+
+describe("invalidation rows that commit out of order", () => {
+  const h = useHarness();
+
+  it("a row whose pk is below one already read is still applied", async () => {
+    const evicted: string[] = [];
+    const log = { info() {}, warn() {}, error() {}, debug() {} };
+    const inv = new Invalidations(h.db.pool, (_kind, id) => evicted.push(id), log);
+    await h.db.pool.query("INSERT INTO cache_invalidations (pk, kind, cache_key, created_at_m) VALUES (1000, 'key', 'late_first', ?)", [Date.now()]);
+    await inv.poll();
+    expect(evicted).toContain("late_first");
+    // A transaction that took pk 900 earlier commits only now.
+    await h.db.pool.query("INSERT INTO cache_invalidations (pk, kind, cache_key, created_at_m) VALUES (900, 'key', 'late_second', ?)", [Date.now()]);
+    await inv.poll();
+    expect(evicted).toContain("late_second");
+    // Each row is applied once, however often it is read again.
+    await inv.poll();
+    expect(evicted.filter((x) => x === "late_first")).toHaveLength(1);
+  });
+});

@@ -123,7 +123,11 @@ async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slug
         await linkPermissionSlugs(conn, p.workspaceId, key.id, slugs, now);
         const after = await listKeyPermissions(conn, key.id);
         const attached = new Set(after.map((x) => x.slug));
-        if (attempt < 3 && slugs.some((s) => !attached.has(s))) throw new PermissionVanished();
+        if (slugs.some((s) => !attached.has(s))) {
+          if (attempt < 3) throw new PermissionVanished();
+          // Deleted under us three times running: say so rather than report a partial success.
+          throw new AppError("err:svc:application:service_unavailable", "A permission was deleted while it was being granted; try again.");
+        }
         return after;
       });
     } catch (err) {
