@@ -3,7 +3,7 @@
 // deleted) keeps an externalId unique among live identities and frees it on delete.
 import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
 import { toLimit } from "./keys.js";
-import { exec, isDuplicateKey, num, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
+import { exec, groupBy, isDuplicateKey, num, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 
 export interface IdentityRow extends IdentityRecord {
   workspaceId: string;
@@ -28,13 +28,7 @@ async function withRatelimits(db: Queryable, base: Row[]): Promise<IdentityRow[]
     `SELECT id, identity_id, name, \`limit\`, duration, auto_apply FROM ratelimits WHERE identity_id IN (${placeholders(ids.length)}) ORDER BY name`,
     ids,
   );
-  const byIdentity = new Map<string, RatelimitConfig[]>();
-  for (const r of limitRows) {
-    const k = String(r.identity_id);
-    let list = byIdentity.get(k);
-    if (!list) byIdentity.set(k, (list = []));
-    list.push(toLimit(r));
-  }
+  const byIdentity = groupBy(limitRows, "identity_id", toLimit);
   return base.map((r) => ({
     id: String(r.id),
     workspaceId: String(r.workspace_id),

@@ -1,5 +1,5 @@
 import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../domain/keys/record.js";
-import { exec, num, one, optNum, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
+import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
   k.identity_id, k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,
@@ -149,21 +149,11 @@ async function withRelations(db: Queryable, base: ReturnType<typeof toDetails>[]
           identityIds,
         ),
   ]);
-  const group = <T>(rs: Row[], col: string, f: (r: Row) => T): Map<string, T[]> => {
-    const m = new Map<string, T[]>();
-    for (const r of rs) {
-      const k = String(r[col]);
-      let list = m.get(k);
-      if (!list) m.set(k, (list = []));
-      list.push(f(r));
-    }
-    return m;
-  };
-  const roles = group(roleRows, "key_id", (r) => String(r.name));
-  const direct = group(directRows, "key_id", (r) => String(r.slug));
-  const viaRoles = group(viaRoleRows, "key_id", (r) => String(r.slug));
-  const limits = group(limitRows, "key_id", toLimit);
-  const identityLimits = group(identityLimitRows, "identity_id", toLimit);
+  const roles = groupBy(roleRows, "key_id", (r) => String(r.name));
+  const direct = groupBy(directRows, "key_id", (r) => String(r.slug));
+  const viaRoles = groupBy(viaRoleRows, "key_id", (r) => String(r.slug));
+  const limits = groupBy(limitRows, "key_id", toLimit);
+  const identityLimits = groupBy(identityLimitRows, "identity_id", toLimit);
   const identities = new Map<string, IdentityRecord>();
   for (const r of identityRows) {
     const metaText = optStr(r.meta);

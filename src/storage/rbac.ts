@@ -5,7 +5,7 @@
 // The tables use utf8mb4_bin, which compares case-sensitively but ignores
 // trailing spaces: a lookup by name or id is therefore re-checked exactly in
 // JS, so `admin ` never finds the role `admin`.
-import { exec, isDuplicateKey, optStr, placeholders, type Queryable, retryingDeadlocks, type Row, rows } from "./sql.js";
+import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, retryingDeadlocks, type Row, rows } from "./sql.js";
 
 export interface PermissionRow {
   id: string;
@@ -195,13 +195,7 @@ async function withPermissions(db: Queryable, base: Row[]): Promise<RoleRow[]> {
       ORDER BY p.slug`,
     ids,
   );
-  const byRole = new Map<string, PermissionRow[]>();
-  for (const r of linked) {
-    const k = String(r.role_id);
-    let list = byRole.get(k);
-    if (!list) byRole.set(k, (list = []));
-    list.push(toPermission(r));
-  }
+  const byRole = groupBy(linked, "role_id", toPermission);
   return base.map((r) => ({
     id: String(r.id),
     name: String(r.name),

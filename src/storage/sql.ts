@@ -86,3 +86,15 @@ const UNAVAILABLE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
 
 /** Whether an error means the database cannot be reached (a 503, not a bug). */
 export const isDatabaseUnavailable = (err: unknown): boolean => UNAVAILABLE.has(String((err as { code?: string }).code));
+
+/** Rows grouped by the string value of one column, each row mapped by f. */
+export function groupBy<T>(rs: readonly Row[], column: string, f: (r: Row) => T): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const r of rs) {
+    const k = String(r[column]);
+    let list = m.get(k);
+    if (!list) m.set(k, (list = []));
+    list.push(f(r));
+  }
+  return m;
+}
