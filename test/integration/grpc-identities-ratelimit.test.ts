@@ -1,43 +1,15 @@
 // identities.createIdentity and ratelimit.limit over real gRPC (h2c), with a
 // client built only from the .proto files, as any gRPC user would build one.
-import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectDir } from "../../src/paths.js";
+import { call, type Client, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
-
-// biome-ignore lint/suspicious/noExplicitAny: clients generated at run time from the .proto files
-type Client = any;
 
 const MINUTE = 60_000;
 
 function load(): { Identities: grpc.ServiceClientConstructor; Ratelimit: grpc.ServiceClientConstructor } {
-  const protoDir = path.join(projectDir, "proto");
-  const def = protoLoader.loadSync(
-    [path.join(protoDir, "keyhold/v2/identities_service.proto"), path.join(protoDir, "keyhold/v2/ratelimit_service.proto")],
-    { includeDirs: [protoDir], keepCase: false, longs: String, defaults: true },
-  );
-  const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
-  const Identities = pkg.keyhold.v2.IdentitiesService;
-  const Ratelimit = pkg.keyhold.v2.RatelimitService;
-  if (!Identities || !Ratelimit) throw new Error("services missing from the proto package");
-  return { Identities, Ratelimit };
-}
-
-function call<T>(client: Client, method: string, req: unknown, metadata: grpc.Metadata): Promise<T> {
-  return new Promise((resolve, reject) => {
-    client[method](req, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-async function failure(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error("expected the call to fail");
+  const services = loadServices("identities_service.proto", "ratelimit_service.proto");
+  return { Identities: service(services, "IdentitiesService"), Ratelimit: service(services, "RatelimitService") };
 }
 
 describe("gRPC: IdentitiesService.CreateIdentity and RatelimitService.Limit", () => {

@@ -1,16 +1,11 @@
 // permissions.* over real gRPC (h2c), with a client built only from the .proto
 // files, as any gRPC user would build one. The same domain code serves the JSON
 // gateway, so this checks the wire: messages, status codes, error metadata.
-import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectDir } from "../../src/paths.js";
+import { bearer, call, type Client, failure, loadServices, service } from "../grpc-client.js";
 import { admin, createApi, createKey, expectOk, verifyKey } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
-
-// biome-ignore lint/suspicious/noExplicitAny: clients generated at run time from the .proto files
-type Client = any;
 
 interface PermissionMsg {
   id: string;
@@ -26,39 +21,8 @@ interface RoleMsg {
 }
 
 function load(): grpc.ServiceClientConstructor {
-  const protoDir = path.join(projectDir, "proto");
-  const def = protoLoader.loadSync([path.join(protoDir, "keyhold/v2/permissions_service.proto")], {
-    includeDirs: [protoDir],
-    keepCase: false,
-    longs: String,
-    defaults: true,
-  });
-  const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
-  const Permissions = pkg.keyhold.v2.PermissionsService;
-  if (!Permissions) throw new Error("PermissionsService missing from the proto package");
-  return Permissions;
+  return service(loadServices("permissions_service.proto"), "PermissionsService");
 }
-
-function call<T>(client: Client, method: string, req: unknown, metadata: grpc.Metadata): Promise<T> {
-  return new Promise((resolve, reject) => {
-    client[method](req, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-async function failure(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error("expected the call to fail");
-}
-
-const bearer = (key: string): grpc.Metadata => {
-  const md = new grpc.Metadata();
-  md.set("authorization", `Bearer ${key}`);
-  return md;
-};
 
 describe("gRPC: PermissionsService", () => {
   const h = useHarness();
@@ -191,16 +155,9 @@ describe("gRPC: KeysService grant operations", () => {
 
   beforeAll(async () => {
     const port = await h.grpcPort();
-    const protoDir = path.join(projectDir, "proto");
-    const def = protoLoader.loadSync([path.join(protoDir, "keyhold/v2/keys_service.proto"), path.join(protoDir, "keyhold/v2/permissions_service.proto")], {
-      includeDirs: [protoDir],
-      keepCase: false,
-      longs: String,
-      defaults: true,
-    });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
-    keys = new (pkg.keyhold.v2.KeysService as grpc.ServiceClientConstructor)(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    perms = new (pkg.keyhold.v2.PermissionsService as grpc.ServiceClientConstructor)(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const services = loadServices("keys_service.proto", "permissions_service.proto");
+    keys = new (service(services, "KeysService"))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    perms = new (service(services, "PermissionsService"))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     auth = bearer(await h.rootKey(["*"]));
   });
 
