@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   const app = await buildServer({ config, deps: runtime.deps, services: entries });
   await app.listen({ host: config.host, port: config.port });
   const grpcServer = await startGrpcServer(runtime.deps, config.docsBaseUrl, entries, config.host, config.grpcPort);
-  log.info({ database: db.description, port: config.port, grpcPort: grpcServer.port }, "keyhold is serving");
+  const address = app.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : config.port;
+  log.info({ database: db.description, port, grpcPort: grpcServer.port }, "keyhold is serving");
 
   process.removeListener("SIGTERM", early);
   process.removeListener("SIGINT", early);
