@@ -1,14 +1,15 @@
 // In-process caches for the hot paths: end-user key records and root keys, both
 // keyed by the SHA-256 hash of the presented key. Records only, never counters:
 // credits and rate-limit state are decided elsewhere. Unknown hashes are cached
-// briefly as misses, so a flood of bad keys does not reach the database.
+// briefly as misses, in an LRU of their own: a flood of bad keys neither reaches
+// the database twice for the same hash nor evicts the records of hot keys.
 import { LRUCache } from "lru-cache";
 
 export const MISS = Symbol("miss");
 export type Cached<T> = T | typeof MISS;
 
 interface Entry<T> {
-  value: Cached<T>;
+  value: T;
   tags: readonly string[];
 }
 
@@ -18,13 +19,15 @@ export interface CacheOptions {
   ttlMs: number;
   /** How long an unknown hash is remembered as unknown. */
   negativeTtlMs: number;
+  /** How many unknown hashes are remembered at most (default 100,000: about 10 MB). */
+  maxMisses?: number;
 }
 
 /** A bounded cache of records by key hash, with invalidation by hash and by tag (e.g. an API id). */
 export class RecordCache<T extends object> {
   private readonly lru: LRUCache<string, Entry<T>>;
+  private readonly misses: LRUCache<string, true>;
   private readonly tags = new Map<string, Set<string>>();
-  private readonly negativeTtlMs: number;
   /** Bumped by every invalidation, so a load that raced one does not cache stale data. */
   generation = 0;
   /**
@@ -34,11 +37,11 @@ export class RecordCache<T extends object> {
   bypass = false;
 
   constructor(opts: CacheOptions, private readonly sizeOf: (v: T) => number) {
-    this.negativeTtlMs = opts.negativeTtlMs;
+    this.misses = new LRUCache<string, true>({ max: opts.maxMisses ?? 100_000, ttl: opts.negativeTtlMs });
     this.lru = new LRUCache<string, Entry<T>>({
       max: opts.maxEntries,
       maxSize: opts.maxBytes,
-      sizeCalculation: (entry, key) => key.length + (entry.value === MISS ? 16 : Math.max(1, this.sizeOf(entry.value))),
+      sizeCalculation: (entry, key) => key.length + Math.max(1, this.sizeOf(entry.value as T)),
       ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
       dispose: (entry, key) => this.untag(key, entry.tags),
     });
@@ -46,11 +49,14 @@ export class RecordCache<T extends object> {
 
   get(hash: string): Cached<T> | undefined {
     if (this.bypass) return undefined;
-    return this.lru.get(hash)?.value;
+    const entry = this.lru.get(hash);
+    if (entry !== undefined) return entry.value;
+    return this.misses.get(hash) === true ? MISS : undefined;
   }
 
   set(hash: string, value: T, tags: readonly string[] = []): void {
     if (this.bypass) return;
+    this.misses.delete(hash);
     this.lru.set(hash, { value, tags });
     for (const t of tags) {
       let set = this.tags.get(t);
@@ -61,12 +67,13 @@ export class RecordCache<T extends object> {
 
   setMiss(hash: string): void {
     if (this.bypass) return;
-    this.lru.set(hash, { value: MISS, tags: [] }, { ttl: this.negativeTtlMs });
+    this.misses.set(hash, true);
   }
 
   delete(hash: string): void {
     this.generation++;
     this.lru.delete(hash);
+    this.misses.delete(hash);
   }
 
   /** Drops every record set with this tag (a key id, an API id, an identity id...). */
@@ -81,11 +88,18 @@ export class RecordCache<T extends object> {
   clear(): void {
     this.generation++;
     this.lru.clear();
+    this.misses.clear();
     this.tags.clear();
   }
 
+  /** Records held (misses not counted). */
   get size(): number {
     return this.lru.size;
+  }
+
+  /** Unknown hashes remembered. */
+  get missCount(): number {
+    return this.misses.size;
   }
 
   private untag(hash: string, tags: readonly string[]): void {

@@ -181,6 +181,15 @@ export async function findLiveKeyByHash(db: Queryable, hash: string): Promise<Ke
   return (await withRelations(db, [toDetails(r)]))[0];
 }
 
+/** The live keys among these hashes (one query for all of them), by hash. */
+export async function findLiveKeysByHashes(db: Queryable, hashes: readonly string[]): Promise<Map<string, KeyDetails>> {
+  const found = new Map<string, KeyDetails>();
+  if (hashes.length === 0) return found;
+  const rs = await rows(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.hash IN (${placeholders(hashes.length)}) AND k.deleted_at_m IS NULL`, [...hashes]);
+  for (const d of await withRelations(db, rs.map(toDetails))) found.set(d.hash, d);
+  return found;
+}
+
 /** A live key of a live API of this workspace, by id. */
 export async function findLiveKeyById(db: Queryable, workspaceId: string, keyId: string): Promise<KeyDetails | undefined> {
   const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.id = ? AND k.workspace_id = ? AND k.deleted_at_m IS NULL`, [

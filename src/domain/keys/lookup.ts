@@ -1,9 +1,9 @@
 // Key records for verification, through the LRU cache. A hot key costs no
 // database read; an unknown hash is remembered as a miss for a short while.
 import { MISS } from "../../cache/verification-cache.js";
-import { findLiveKeyByHash } from "../../storage/keys.js";
+import { findLiveKeysByHashes } from "../../storage/keys.js";
 import type { Deps } from "../deps.js";
-import type { KeyRecord } from "./record.js";
+import type { KeyDetails, KeyRecord } from "./record.js";
 
 export const keyTags = (k: KeyRecord): string[] => {
   const tags = [`key:${k.id}`, `api:${k.apiId}`, `ws:${k.workspaceId}`];
@@ -13,6 +13,7 @@ export const keyTags = (k: KeyRecord): string[] => {
 
 /** Loads in progress, per cache (one per process; several in tests). */
 const inflightByCache = new WeakMap<object, Map<string, Promise<KeyRecord | undefined>>>();
+const loaderByCache = new WeakMap<object, HashLoader>();
 
 export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
   const cached = deps.keyCache.get(hash);
@@ -24,26 +25,96 @@ export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyReco
   const slot = `${deps.keyCache.generation}|${hash}`;
   let inflight = inflightByCache.get(deps.keyCache);
   if (inflight === undefined) inflightByCache.set(deps.keyCache, (inflight = new Map()));
+  let loader = loaderByCache.get(deps.keyCache);
+  if (loader === undefined) loaderByCache.set(deps.keyCache, (loader = new HashLoader(deps)));
   const pending = inflight;
   let p = pending.get(slot);
   if (p === undefined) {
-    p = load(deps, hash).finally(() => pending.delete(slot));
+    p = loader.load(hash).finally(() => pending.delete(slot));
     pending.set(slot, p);
   }
   return p;
 }
 
-async function load(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
-  const generation = deps.keyCache.generation;
-  const d = await findLiveKeyByHash(deps.pool, hash);
-  // A change committed while we were reading must not be overwritten by our stale copy.
-  if (deps.keyCache.generation !== generation) return d;
-  if (d === undefined) {
-    deps.keyCache.setMiss(hash);
-    return undefined;
+/** Hashes read in one query at most. */
+const MAX_BATCH = 200;
+/** Batch reads running at once; further misses wait and are read together. */
+const MAX_RUNNING = 4;
+
+interface Waiter {
+  resolve: (r: KeyRecord | undefined) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Reads uncached hashes in batches: the misses of one event-loop turn share one
+ * query, and at most MAX_RUNNING queries run at once, so a flood of unknown keys
+ * costs a bounded number of database reads however many requests carry them.
+ */
+class HashLoader {
+  private readonly queue = new Map<string, Waiter[]>();
+  private running = 0;
+  private scheduled = false;
+
+  constructor(private readonly deps: Deps) {}
+
+  load(hash: string): Promise<KeyRecord | undefined> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.queue.get(hash);
+      if (waiting === undefined) this.queue.set(hash, [{ resolve, reject }]);
+      else waiting.push({ resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
+    });
   }
+
+  private pump(): void {
+    while (this.running < MAX_RUNNING && this.queue.size > 0) {
+      const batch = new Map<string, Waiter[]>();
+      for (const [hash, waiters] of this.queue) {
+        batch.set(hash, waiters);
+        this.queue.delete(hash);
+        if (batch.size === MAX_BATCH) break;
+      }
+      this.running++;
+      void this.read(batch).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  private async read(batch: Map<string, Waiter[]>): Promise<void> {
+    const { keyCache, pool } = this.deps;
+    const generation = keyCache.generation;
+    let found: Map<string, KeyDetails>;
+    try {
+      found = await findLiveKeysByHashes(pool, [...batch.keys()]);
+    } catch (err) {
+      for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
+      return;
+    }
+    // A change committed while we were reading must not be overwritten by our stale copy.
+    const cacheable = keyCache.generation === generation;
+    for (const [hash, waiters] of batch) {
+      const d = found.get(hash);
+      const record = d === undefined ? undefined : toRecord(d);
+      if (cacheable) {
+        if (record === undefined) keyCache.setMiss(hash);
+        else keyCache.set(hash, record, keyTags(record));
+      }
+      for (const w of waiters) w.resolve(record);
+    }
+  }
+}
+
+function toRecord(d: KeyDetails): KeyRecord {
   const { start, prefix, byteLength, createdAt, updatedAt, lastUsedAt, remaining, recoverable, ...record } = d;
   void start, prefix, byteLength, createdAt, updatedAt, lastUsedAt, remaining, recoverable;
-  deps.keyCache.set(hash, record, keyTags(record));
   return record;
 }
