@@ -36,6 +36,8 @@ export interface Deps {
   vault: Vault;
   /** Evicts cached records here at once and tells other instances. */
   invalidate(kind: InvalidationKind, id: string): Promise<void>;
+  /** How long a response stored for an Idempotency-Key is replayed. */
+  idempotencyTtlMs: number;
   /** Names of the parts running degraded (["redis"], ["invalidation-log"]); empty when all is well. */
   degraded(): string[];
 }

@@ -30,7 +30,9 @@ export type ErrorCode =
   | "err:svc:application:method_not_allowed"
   | "err:svc:application:unsupported_media_type"
   | "err:svc:application:unexpected_error"
-  | "err:svc:application:service_unavailable";
+  | "err:svc:application:service_unavailable"
+  | "err:user:conflict:idempotency_key_in_use"
+  | "err:user:unprocessable_entity:idempotency_key_reused";
 
 /** One field that failed validation. */
 export interface FieldError {

@@ -44,6 +44,13 @@ export const catalog = {
   "err:svc:application:method_not_allowed": spec(405, "Method Not Allowed", Code.Unimplemented, "Operations are called with POST."),
   "err:svc:application:unsupported_media_type": spec(415, "Unsupported Media Type", Code.InvalidArgument, "Send the body as application/json."),
   "err:svc:application:unexpected_error": spec(500, "Internal Server Error", Code.Internal, "An unexpected error occurred. Quote the request id when you report it."),
+  "err:user:conflict:idempotency_key_in_use": spec(409, "Conflict", Code.Aborted, "A request with this Idempotency-Key is still running."),
+  "err:user:unprocessable_entity:idempotency_key_reused": spec(
+    422,
+    "Unprocessable Entity",
+    Code.FailedPrecondition,
+    "This Idempotency-Key was used for a different request.",
+  ),
   "err:svc:application:service_unavailable": spec(503, "Service Unavailable", Code.Unavailable, "The service is temporarily unavailable; try again."),
 } satisfies Record<ErrorCode, Spec>;
 

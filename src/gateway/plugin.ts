@@ -7,7 +7,7 @@ import sjson from "secure-json-parse";
 import { authenticate } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError, invalidInput } from "../domain/errors.js";
-import type { ServiceEntry } from "../services/types.js";
+import type { Call, ServiceEntry } from "../services/types.js";
 import { checkBody } from "./json-check.js";
 import { shapeResponse } from "./json-response.js";
 
@@ -51,6 +51,9 @@ const adapters: Record<string, BodyAdapter> = {
   "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body.map(namespaceAliases) } : body),
 };
 
+/** A header sent once; sent twice it is ambiguous, so the first is not silently picked. */
+const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(", ") : v);
+
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -79,7 +82,7 @@ export interface Route {
   input: DescMessage;
   output: DescMessage;
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: { principal: import("../domain/auth/principal.js").Principal; requestId: string }) => Promise<any>;
+  op: (req: any, call: Call) => Promise<any>;
 }
 
 export function routeTable(entries: ServiceEntry[]): Route[] {
@@ -123,7 +126,9 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
         const { json, errors } = checkBody(route.input, body);
         if (errors.length > 0) throw invalidInput(errors);
         // `json` already has the generated message's shape: the same object a Connect or gRPC caller's request has.
-        const response = await route.op(json, { principal, requestId: req.id });
+        const call: Call = { principal, requestId: req.id, idempotencyKey: headerValue(req.headers["idempotency-key"]) };
+        const response = await route.op(json, call);
+        if (call.replayed === true) reply.header("idempotent-replayed", "true");
         const shaped = shapeResponse(route.path, route.output, response);
         // Write the response at the end of this event-loop turn, together with the
         // others finished in it, instead of one socket write per request as soon as

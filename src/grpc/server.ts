@@ -61,7 +61,23 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
     handlers[m.name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const requestId = newId("req");
       const auth = call.metadata.get("authorization")[0];
-      invokeRpc(deps, docsBase, `${service.typeName}/${m.name}`, op, call.request, typeof auth === "string" ? auth : undefined, requestId).then(
+      const idempotencyKey = call.metadata.get("idempotency-key").join(", ");
+      const onReplay = () => {
+        const md = new grpc.Metadata();
+        md.set("idempotent-replayed", "true");
+        call.sendMetadata(md);
+      };
+      invokeRpc(
+        deps,
+        docsBase,
+        `${service.typeName}/${m.name}`,
+        op,
+        call.request,
+        typeof auth === "string" ? auth : undefined,
+        requestId,
+        idempotencyKey === "" ? undefined : idempotencyKey,
+        onReplay,
+      ).then(
         // As on the JSON side: answers finished in one event-loop turn are written together.
         (res) => setImmediate(() => callback(null, res)),
         (err) => callback(toServiceError(err)),

@@ -13,6 +13,8 @@ export interface Config {
   cacheMaxEntries: number;
   cacheMaxBytes: number;
   cacheTtlMs: number;
+  /** How long a response stored for an Idempotency-Key is replayed to retries. */
+  idempotencyTtlMs: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   /** redis:// or rediss:// URL: rate-limit counters shared by every instance. Undefined = in-memory counters. */
@@ -107,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cacheMaxEntries: int("CACHE_MAX_ENTRIES", 100_000, 1, 100_000_000),
     cacheMaxBytes: int("CACHE_MAX_BYTES", 256 * 1024 * 1024, 1024, 64 * 1024 ** 3),
     cacheTtlMs: int("CACHE_TTL_MS", 60_000, 0, 86_400_000),
+    idempotencyTtlMs: int("IDEMPOTENCY_TTL_MS", 86_400_000, 1_000, 7 * 86_400_000),
     bodyLimitBytes: int("BODY_LIMIT_BYTES", 10 * 1024 * 1024, 1024, 1024 ** 3),
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     redisUrl,

@@ -8,7 +8,7 @@ import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { toConnectError } from "../errors/catalog.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
-import type { ServiceEntry } from "../services/types.js";
+import type { Call, ServiceEntry } from "../services/types.js";
 
 /** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
 export async function invokeRpc(
@@ -20,10 +20,16 @@ export async function invokeRpc(
   req: unknown,
   authorization: string | undefined,
   requestId: string,
+  idempotencyKey?: string,
+  /** Told when the answer is a stored response replayed for a retry. */
+  onReplay?: () => void,
 ): Promise<unknown> {
   try {
     const principal = await authenticate(deps, authorization);
-    return await op(req, { principal, requestId });
+    const call: Call = { principal, requestId, idempotencyKey };
+    const response = await op(req, call);
+    if (call.replayed === true) onReplay?.();
+    return response;
   } catch (err) {
     if (err instanceof AppError) throw toConnectError(err, docsBase, requestId);
     if (isDatabaseUnavailable(err)) {
@@ -45,7 +51,17 @@ export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntr
         impl[method.localName] = (req, ctx) => {
           const requestId = newId("req");
           ctx.responseHeader.set("x-request-id", requestId);
-          return invokeRpc(deps, docsBase, `${service.typeName}/${method.name}`, op, req, ctx.requestHeader.get("authorization") ?? undefined, requestId);
+          return invokeRpc(
+            deps,
+            docsBase,
+            `${service.typeName}/${method.name}`,
+            op,
+            req,
+            ctx.requestHeader.get("authorization") ?? undefined,
+            requestId,
+            ctx.requestHeader.get("idempotency-key") ?? undefined,
+            () => ctx.responseHeader.set("idempotent-replayed", "true"),
+          );
         };
       }
       router.service(service, impl as never);

@@ -113,6 +113,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadEncryptionKey(config, log)),
     invalidate: (kind, id) => invalidations.publish(kind, id),
+    idempotencyTtlMs: config.idempotencyTtlMs,
     degraded,
   };
   return {

@@ -4,6 +4,7 @@ import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
+import { withIdempotency } from "../domain/idempotency.js";
 import { apisService } from "./apis.js";
 import { identitiesService } from "./identities.js";
 import { keysService } from "./keys.js";
@@ -13,11 +14,11 @@ import type { ServiceEntry } from "./types.js";
 
 /** Every service with its implementation: the one list all front doors serve. */
 export function services(deps: Deps): ServiceEntry[] {
-  return [
+  return withIdempotency(deps, [
     { service: ApisService, ops: apisService(deps) },
     { service: KeysService, ops: keysService(deps) },
     { service: IdentitiesService, ops: identitiesService(deps) },
     { service: RatelimitService, ops: ratelimitService(deps) },
     { service: PermissionsService, ops: permissionsService(deps) },
-  ];
+  ]);
 }

@@ -5,6 +5,10 @@ import type { Principal } from "../domain/auth/principal.js";
 export interface Call {
   principal: Principal;
   requestId: string;
+  /** The Idempotency-Key header (or gRPC metadata), when the caller sent one. */
+  idempotencyKey?: string | undefined;
+  /** Set when the response is a stored one replayed for a retry. */
+  replayed?: boolean;
 }
 
 /** One function per RPC of a service, on the generated message types; a missing one fails typecheck. */

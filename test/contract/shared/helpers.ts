@@ -26,6 +26,7 @@ const TITLES: Record<number, string[]> = {
   412: ["Precondition Failed"],
   413: ["Payload Too Large", "Request Entity Too Large"],
   415: ["Unsupported Media Type"],
+  422: ["Unprocessable Entity"],
   429: ["Too Many Requests"],
   500: ["Internal Server Error"],
 };
