@@ -13,7 +13,7 @@ try {
   report = undefined;
 }
 if (report?.metadata?.vulnerabilities === undefined) {
-  const why = report?.error?.summary ?? report?.message ?? `exit ${r.status}`;
+  const why = report?.message || report?.error?.summary || `npm exit ${r.status}`;
   console.log(`npm audit: the registry's audit service could not be reached (${why.trim()}); dependency audit NOT done in this run.`);
   process.exit(0);
 }
