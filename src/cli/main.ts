@@ -1,15 +1,18 @@
-// keyhold's command line: root keys and migrations, against the same database the
-// server uses (DATABASE_URL, or the private server under .keyhold/). Results go
-// to stdout as JSON; progress and errors go to stderr.
+// keyhold's command line: root keys, migrations and key-encryption keys, against
+// the same database and configuration the server uses (DATABASE_URL, or the
+// private server under .keyhold/). Results go to stdout as JSON (a generated key
+// as a bare line, for `$(...)`); progress and errors go to stderr.
 import { parseArgs } from "node:util";
 import { hashKey } from "../domain/keys/generate.js";
 import { generateRootKey } from "../domain/auth/root-key.js";
 import { newId } from "../domain/ids.js";
-import { ConfigError, loadConfig } from "../server/config.js";
+import { type Config, ConfigError, loadConfig } from "../server/config.js";
+import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
 import { migrate, openDatabase, type Database } from "../storage/db.js";
 import { NoDatabaseServerError } from "../storage/private-server.js";
 import { insertRootKey, listRootKeys, revokeRootKey } from "../storage/root-keys.js";
 import { exec } from "../storage/sql.js";
+import { rewrapDataKeys } from "../storage/vault.js";
 import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
 
 const USAGE = `usage:
@@ -17,6 +20,12 @@ const USAGE = `usage:
   keyhold root-key list --workspace <name>
   keyhold root-key revoke <keyId>
   keyhold migrate
+  keyhold encryption-key generate
+  keyhold encryption-key rotate
+
+encryption-key generate prints a new key for KEYHOLD_ENCRYPTION_KEY. encryption-key
+rotate rewraps every data key with KEYHOLD_ENCRYPTION_KEY, opening them with it or
+KEYHOLD_PREVIOUS_ENCRYPTION_KEYS; afterwards the previous keys can be removed.
 
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
@@ -28,12 +37,12 @@ class UsageError extends Error {}
 const log = (line: string) => process.stderr.write(`keyhold: ${line}\n`);
 const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
-async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+async function withDatabase<T>(fn: (db: Database, config: Config) => Promise<T>, needsEncryptionKey = false): Promise<T> {
+  const config = loadConfig(process.env, { needsEncryptionKey });
   const db = await openDatabase(config.databaseUrl, log);
   try {
     await migrate(db.pool, log);
-    return await fn(db);
+    return await fn(db, config);
   } finally {
     await db.close();
   }
@@ -46,6 +55,7 @@ async function run(argv: string[]): Promise<void> {
     out({ applied });
     return;
   }
+  if (cmd === "encryption-key") return encryptionKey(sub, rest);
   if (cmd !== "root-key") throw new UsageError(cmd === undefined ? "no command given" : `unknown command '${cmd}'`);
   const { values, positionals } = parseArgs({
     args: rest,
@@ -107,6 +117,27 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   throw new UsageError(sub === undefined ? "root-key needs create, list or revoke" : `unknown root-key command '${sub}'`);
+}
+
+async function encryptionKey(sub: string | undefined, rest: string[]): Promise<void> {
+  if (rest.length > 0) throw new UsageError(`encryption-key ${sub} takes no arguments`);
+  if (sub === "generate") {
+    process.stdout.write(`${generateEncryptionKey()}\n`);
+    return;
+  }
+  if (sub === "rotate") {
+    const summary = await withDatabase(async (db, config) => {
+      const keyring = loadKeyring(config, { warn: (_obj, msg) => log(msg ?? "") });
+      return rewrapDataKeys(db.pool, keyring, (row) =>
+        log(`cannot rewrap the data key of workspace ${row.workspaceId}: its key-encryption key ${row.kekId ?? "(not recorded)"} is not configured`),
+      );
+    }, true);
+    out(summary);
+    // Retired keys must stay configured until a run ends with nothing failed.
+    if (summary.failed > 0) process.exitCode = 1;
+    return;
+  }
+  throw new UsageError(sub === undefined ? "encryption-key needs generate or rotate" : `unknown encryption-key command '${sub}'`);
 }
 
 run(process.argv.slice(2)).catch((err) => {

@@ -26,6 +26,65 @@ describe("loadConfig", () => {
     for (const name of ["PORT=", "GRPC_PORT=99999", "DATABASE_URL", "LOG_LEVEL", "DOCS_BASE_URL", "KEYHOLD_ENCRYPTION_KEY"]) expect(problems).toContain(name);
   });
 
+  describe("key-encryption keys", () => {
+    const K1 = Buffer.alloc(32, 1).toString("base64");
+    const K2 = Buffer.alloc(32, 2).toString("base64");
+    const problemsOf = (env: NodeJS.ProcessEnv, opts?: { needsEncryptionKey?: boolean }): string[] => {
+      try {
+        loadConfig(env, opts);
+        return [];
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        return (e as ConfigError).problems;
+      }
+    };
+
+    it("production (NODE_ENV or KEYHOLD_ENV) without KEYHOLD_ENCRYPTION_KEY is refused, naming the variable and how to generate one", () => {
+      for (const env of [{ NODE_ENV: "production" }, { KEYHOLD_ENV: "production" }, { NODE_ENV: "production", KEYHOLD_ENCRYPTION_KEY: "  " }]) {
+        const problems = problemsOf(env);
+        expect(problems, JSON.stringify(env)).toHaveLength(1);
+        expect(problems[0]).toMatch(/^KEYHOLD_ENCRYPTION_KEY is required in production \((NODE_ENV|KEYHOLD_ENV)=production\)/);
+        expect(problems[0]).toContain("npx keyhold encryption-key generate");
+        expect(problems[0]).not.toContain("\n");
+      }
+    });
+
+    it("outside production an unset key is allowed (the local file default), and KEYHOLD_ENV=development overrides NODE_ENV", () => {
+      expect(loadConfig({})).toMatchObject({ production: false, encryptionKey: undefined, previousEncryptionKeys: [] });
+      expect(loadConfig({ NODE_ENV: "test" }).production).toBe(false);
+      expect(loadConfig({ NODE_ENV: "production", KEYHOLD_ENV: "development" }).production).toBe(false);
+      expect(problemsOf({ KEYHOLD_ENV: "staging" }).join()).toContain("KEYHOLD_ENV");
+    });
+
+    it("production with a well-formed key starts; commands that never decrypt may run without one", () => {
+      expect(loadConfig({ NODE_ENV: "production", KEYHOLD_ENCRYPTION_KEY: K1 })).toMatchObject({ production: true, encryptionKey: K1 });
+      expect(loadConfig({ NODE_ENV: "production" }, { needsEncryptionKey: false }).encryptionKey).toBeUndefined();
+    });
+
+    it.each([
+      ["too short", Buffer.alloc(16).toString("base64")],
+      ["too long", Buffer.alloc(33).toString("base64")],
+      ["not base64", "!".repeat(44)],
+      ["base64url", Buffer.alloc(32, 0xfb).toString("base64url")],
+      ["non-canonical padding bits", `${K1.slice(0, 42)}B=`],
+    ])("a malformed key (%s) is refused in every mode, without echoing it", (_label, key) => {
+      for (const env of [{}, { NODE_ENV: "production" }]) {
+        const problems = problemsOf({ ...env, KEYHOLD_ENCRYPTION_KEY: key });
+        expect(problems).toHaveLength(1);
+        expect(problems[0]).toMatch(/^KEYHOLD_ENCRYPTION_KEY must be the base64 of exactly 32 bytes/);
+        expect(problems[0]).not.toContain(key);
+      }
+    });
+
+    it("KEYHOLD_PREVIOUS_ENCRYPTION_KEYS is a comma-separated list; a bad entry is named by position, never echoed", () => {
+      expect(loadConfig({ KEYHOLD_ENCRYPTION_KEY: K2, KEYHOLD_PREVIOUS_ENCRYPTION_KEYS: ` ${K1} ,, ${K2}` }).previousEncryptionKeys).toEqual([K1, K2]);
+      expect(loadConfig({ KEYHOLD_PREVIOUS_ENCRYPTION_KEYS: "" }).previousEncryptionKeys).toEqual([]);
+      const problems = problemsOf({ KEYHOLD_ENCRYPTION_KEY: K2, KEYHOLD_PREVIOUS_ENCRYPTION_KEYS: `${K1},secret-but-wrong` });
+      expect(problems).toEqual([expect.stringMatching(/^KEYHOLD_PREVIOUS_ENCRYPTION_KEYS entry 2 must be the base64 of exactly 32 bytes/)]);
+      expect(problems[0]).not.toContain("secret-but-wrong");
+    });
+  });
+
   it("refuses the same port for HTTP and gRPC", () => {
     expect(() => loadConfig({ PORT: "9000", GRPC_PORT: "9000" })).toThrow(/PORT and GRPC_PORT must differ/);
   });

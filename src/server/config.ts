@@ -8,8 +8,12 @@ export interface Config {
   grpcPort: number;
   docsBaseUrl: string;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  /** Base64 of 32 bytes: the key-encryption key for recoverable keys. Undefined = keep one under .keyhold/. */
+  /** KEYHOLD_ENV=production, or NODE_ENV=production when KEYHOLD_ENV is unset: no silent defaults for secrets. */
+  production: boolean;
+  /** Base64 of 32 bytes: the current key-encryption key for recoverable keys. Undefined (never in production) = keep one under .keyhold/. */
   encryptionKey: string | undefined;
+  /** Retired key-encryption keys (base64) that may still unwrap data keys until `keyhold encryption-key rotate` has run. */
+  previousEncryptionKeys: string[];
   cacheMaxEntries: number;
   cacheMaxBytes: number;
   cacheTtlMs: number;
@@ -25,7 +29,8 @@ export interface Config {
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    // One problem (the usual case) reads as one line; several are listed.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "ConfigError";
   }
 }
@@ -33,7 +38,18 @@ export class ConfigError extends Error {
 const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 const WHEN_REDIS_DOWN = ["local", "open", "closed"] as const;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/** Canonical base64 of exactly 32 bytes, as `keyhold encryption-key generate` and `openssl rand -base64 32` print. */
+export function isEncryptionKey(value: string): boolean {
+  return /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, "base64").toString("base64") === value;
+}
+
+const GENERATE_HINT = "generate one with `npx keyhold encryption-key generate` (or `openssl rand -base64 32`)";
+
+/**
+ * `needsEncryptionKey: false` is for CLI commands that never touch recoverable
+ * keys: they run in production without KEYHOLD_ENCRYPTION_KEY.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEncryptionKey?: boolean } = {}): Config {
   const problems: string[] = [];
 
   const int = (name: string, def: number, min: number, max: number): number => {
@@ -74,10 +90,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)} is not one of ${LEVELS.join(", ")}`);
   }
 
-  const encryptionKey = env.KEYHOLD_ENCRYPTION_KEY === "" ? undefined : env.KEYHOLD_ENCRYPTION_KEY;
-  if (encryptionKey !== undefined && Buffer.from(encryptionKey, "base64").length !== 32) {
-    problems.push("KEYHOLD_ENCRYPTION_KEY must be the base64 of exactly 32 bytes (openssl rand -base64 32)");
+  const keyholdEnv = env.KEYHOLD_ENV === undefined || env.KEYHOLD_ENV === "" ? undefined : env.KEYHOLD_ENV.trim().toLowerCase();
+  if (keyholdEnv !== undefined && keyholdEnv !== "production" && keyholdEnv !== "development") {
+    problems.push(`KEYHOLD_ENV=${JSON.stringify(env.KEYHOLD_ENV)} is not one of production, development`);
   }
+  const production = keyholdEnv === undefined ? env.NODE_ENV === "production" : keyholdEnv === "production";
+
+  // The keys themselves are never echoed in a message.
+  const encryptionKey = env.KEYHOLD_ENCRYPTION_KEY === undefined || env.KEYHOLD_ENCRYPTION_KEY.trim() === "" ? undefined : env.KEYHOLD_ENCRYPTION_KEY.trim();
+  if (encryptionKey !== undefined && !isEncryptionKey(encryptionKey)) {
+    problems.push(`KEYHOLD_ENCRYPTION_KEY must be the base64 of exactly 32 bytes: ${GENERATE_HINT}`);
+  } else if (encryptionKey === undefined && production && opts.needsEncryptionKey !== false) {
+    const why = keyholdEnv === undefined ? "NODE_ENV=production" : "KEYHOLD_ENV=production";
+    problems.push(`KEYHOLD_ENCRYPTION_KEY is required in production (${why}): ${GENERATE_HINT}, set it on every instance and back it up`);
+  }
+  const previousEncryptionKeys = (env.KEYHOLD_PREVIOUS_ENCRYPTION_KEYS ?? "")
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  previousEncryptionKeys.forEach((k, i) => {
+    if (!isEncryptionKey(k)) problems.push(`KEYHOLD_PREVIOUS_ENCRYPTION_KEYS entry ${i + 1} must be the base64 of exactly 32 bytes (comma-separated list)`);
+  });
 
   const redisUrl = env.REDIS_URL === "" ? undefined : env.REDIS_URL;
   if (redisUrl !== undefined) {
@@ -105,7 +138,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcPort: int("GRPC_PORT", 7071, 0, 65535),
     docsBaseUrl,
     logLevel: logLevel as Config["logLevel"],
+    production,
     encryptionKey,
+    previousEncryptionKeys,
     cacheMaxEntries: int("CACHE_MAX_ENTRIES", 100_000, 1, 100_000_000),
     cacheMaxBytes: int("CACHE_MAX_BYTES", 256 * 1024 * 1024, 1024, 64 * 1024 ** 3),
     cacheTtlMs: int("CACHE_TTL_MS", 60_000, 0, 86_400_000),

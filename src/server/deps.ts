@@ -1,6 +1,3 @@
-import fs from "node:fs";
-import path from "node:path";
-import { randomBytes } from "node:crypto";
 import type { Pool } from "mysql2/promise";
 import { Invalidations } from "../cache/invalidation.js";
 import { RecordCache } from "../cache/verification-cache.js";
@@ -10,37 +7,13 @@ import { keyRecordSize, type KeyRecord } from "../domain/keys/record.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { MemoryLimiter, type Limiter } from "../domain/ratelimit/limiter.js";
-import { stateDir } from "../paths.js";
 import { touchKeys } from "../storage/keys.js";
 import { RedisLimiter } from "../storage/redis-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import { DatabaseVault } from "../storage/vault.js";
 import type { Config } from "./config.js";
-
-/** The key-encryption key: from KEYHOLD_ENCRYPTION_KEY, else kept (mode 0600) under .keyhold/. */
-export function loadEncryptionKey(config: Pick<Config, "encryptionKey">, log: Logger): Buffer {
-  if (config.encryptionKey !== undefined) return Buffer.from(config.encryptionKey, "base64");
-  const file = path.join(stateDir, "encryption.key");
-  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  try {
-    const key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64");
-    if (key.length === 32) return key;
-    throw new Error(`${file} does not hold a base64 32-byte key`);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
-  const key = randomBytes(32);
-  try {
-    fs.writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600, flag: "wx" });
-    log.warn({ file }, "created a key-encryption key for recoverable keys; set KEYHOLD_ENCRYPTION_KEY in production and back it up");
-    return key;
-  } catch (err) {
-    // Another process created it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64");
-    throw err;
-  }
-}
+import { loadKeyring } from "./encryption-key.js";
 
 export interface Runtime {
   deps: Deps;
@@ -111,7 +84,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     limiter,
     usage,
     credits: new CreditSpender(pool),
-    vault: new DatabaseVault(pool, loadEncryptionKey(config, log)),
+    vault: new DatabaseVault(pool, loadKeyring(config, log), log),
     invalidate: (kind, id) => invalidations.publish(kind, id),
     idempotencyTtlMs: config.idempotencyTtlMs,
     degraded,

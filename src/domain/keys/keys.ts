@@ -32,6 +32,7 @@ import {
 } from "./input.js";
 import type { KeyDetails } from "./record.js";
 import { refillDue } from "./refill.js";
+import { VaultUnavailableError } from "./vault.js";
 
 export const keyNotFound = (): AppError => new AppError("err:svc:data:key_not_found");
 export const roleNotFound = (name: string): AppError => new AppError("err:svc:data:role_not_found", `Role '${name}' was not found.`);
@@ -152,6 +153,8 @@ async function withPlaintext(deps: Deps, workspaceId: string, found: KeyDetails[
       try {
         return { ...k, plaintext: await deps.vault.decrypt(workspaceId, e.encrypted, e.encryptionKeyId) };
       } catch (err) {
+        // A misconfigured server (no key-encryption key opens the data key) is a 503, not a missing plaintext.
+        if (err instanceof VaultUnavailableError) throw err;
         // A key that cannot be decrypted is listed without its plaintext (contract §3.2.3).
         deps.log.warn({ err, keyId: k.id }, "could not decrypt a recoverable key");
         return { ...k, plaintext: undefined };

@@ -29,6 +29,7 @@ const TITLES: Record<number, string[]> = {
   422: ["Unprocessable Entity"],
   429: ["Too Many Requests"],
   500: ["Internal Server Error"],
+  503: ["Service Unavailable"],
 };
 
 /** `err:svc:data:x` -> `${docsBase}/api-reference/errors-v2/svc/data/x` (seed: Errors). */
