@@ -173,15 +173,17 @@ export async function roleNameTaken(db: Queryable, workspaceId: string, name: st
  * Attaches these permissions to the role. The INSERT reads the permission rows
  * with a locking read, so a permission deleted concurrently is either removed
  * from the role by that delete or not attached at all: never a dangling link.
+ * Returns how many were attached.
  */
-export async function linkRolePermissions(db: Queryable, workspaceId: string, roleId: string, permissionIds: readonly string[], now: number): Promise<void> {
-  if (permissionIds.length === 0) return;
-  await exec(
+export async function linkRolePermissions(db: Queryable, workspaceId: string, roleId: string, permissionIds: readonly string[], now: number): Promise<number> {
+  if (permissionIds.length === 0) return 0;
+  const res = await exec(
     db,
     `INSERT IGNORE INTO roles_permissions (role_id, permission_id, workspace_id, created_at_m)
      SELECT ?, id, ?, ? FROM permissions WHERE workspace_id = ? AND id IN (${placeholders(permissionIds.length)})`,
     [roleId, workspaceId, now, workspaceId, ...permissionIds],
   );
+  return res.affectedRows;
 }
 
 async function withPermissions(db: Queryable, base: Row[]): Promise<RoleRow[]> {

@@ -64,21 +64,33 @@ export async function createRole(deps: Deps, p: Principal, input: CreateRoleInpu
   // A taken name is refused before any permission is auto-created for it.
   if (await roleNameTaken(deps.pool, p.workspaceId, input.name)) throw roleExists(input.name);
 
-  // Auto-created permissions are committed on their own, outside the role's
-  // transaction, so concurrent creators of the same slug find each other's row.
-  const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, slugs, now);
   const roleId = newId("role", now);
-  try {
-    await transaction(deps.pool, async (conn) => {
-      await insertRole(conn, { id: roleId, workspaceId: p.workspaceId, name: input.name, description: input.description || undefined, now });
-      await linkRolePermissions(conn, p.workspaceId, roleId, permissionIds, now);
-    });
-  } catch (err) {
-    if (err instanceof DuplicateRoleName) throw roleExists(input.name);
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    // Auto-created permissions are committed on their own, outside the role's
+    // transaction, so concurrent creators of the same slug find each other's row.
+    const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, slugs, now);
+    try {
+      await transaction(deps.pool, async (conn) => {
+        await insertRole(conn, { id: roleId, workspaceId: p.workspaceId, name: input.name, description: input.description || undefined, now });
+        const linked = await linkRolePermissions(conn, p.workspaceId, roleId, permissionIds, now);
+        // A permission deleted by a concurrent deletePermission after it was
+        // ensured: roll back and ensure again, rather than answer 200 without it.
+        if (permissionIds.length < slugs.length || linked < slugs.length) {
+          if (attempt < 3) throw new PermissionVanished();
+          throw new AppError("err:svc:application:service_unavailable", "A permission was deleted while the role was being created; try again.");
+        }
+      });
+      return { roleId };
+    } catch (err) {
+      if (err instanceof PermissionVanished) continue;
+      if (err instanceof DuplicateRoleName) throw roleExists(input.name);
+      throw err;
+    }
   }
-  return { roleId };
 }
+
+/** A permission deleted between being ensured and being attached to the new role. */
+class PermissionVanished extends Error {}
 
 function validateRoleRef(v: Validator, ref: string): void {
   v.required("role", ref, ROLE_REF_RULE);
