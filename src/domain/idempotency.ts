@@ -2,7 +2,10 @@
 // workspace and key while its record lives; a retry of the same request gets the
 // first response again (credits spent once, one rate-limit decision, one key).
 // Every front door passes the header in the Call, so JSON, Connect and gRPC
-// callers share records. Only successes are kept: a request that failed changed
+// callers share records. Records belong to the root key that made them (another
+// root key, even of the same workspace, never gets its answers), and responses
+// are stored encrypted by the workspace's data key: a createKey answer holds the
+// new plaintext key. Only successes are kept: a request that failed changed
 // nothing, so its retry simply runs.
 import { create, type DescMessage, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { hash } from "node:crypto";
@@ -10,6 +13,7 @@ import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   findIdempotencyRecord,
+  type IdempotencyScope,
   releaseIdempotencyKey,
   sweepIdempotencyRecords,
 } from "../storage/idempotency.js";
@@ -65,16 +69,15 @@ async function once(
       },
     ]);
   }
-  const workspaceId = call.principal.workspaceId;
-  const keyHash = sha256(key);
+  const scope: IdempotencyScope = { workspaceId: call.principal.workspaceId, rootKeyId: call.principal.rootKeyId, keyHash: sha256(key) };
   const requestHash = sha256(toBinary(input, create(input, req as never)));
   const now = deps.clock.now();
   sweepNowAndThen(deps, now);
 
   for (let attempt = 0; attempt < 3; attempt++) {
-    const claimed = await claimIdempotencyKey(deps.pool, { workspaceId, keyHash, operation, requestHash, now, expiresAt: now + deps.idempotencyTtlMs });
-    if (claimed) return run(deps, output, op, req, call, workspaceId, keyHash);
-    const prior = await findIdempotencyRecord(deps.pool, workspaceId, keyHash, now);
+    const claimed = await claimIdempotencyKey(deps.pool, scope, { operation, requestHash, now, expiresAt: now + deps.idempotencyTtlMs });
+    if (claimed) return run(deps, output, op, req, call, scope);
+    const prior = await findIdempotencyRecord(deps.pool, scope, now);
     if (prior === undefined) continue; // released or expired between the two statements: claim again
     if (prior.operation !== operation || prior.requestHash !== requestHash) {
       throw new AppError(
@@ -88,8 +91,9 @@ async function once(
         "A request with this Idempotency-Key is still running, or was interrupted by a restart of the server. Retry later, or check the outcome with a read before using a new key.",
       );
     }
+    const stored = await deps.vault.decrypt(scope.workspaceId, prior.response.encrypted, prior.response.encryptionKeyId);
     call.replayed = true;
-    return fromBinary(output, prior.response);
+    return fromBinary(output, Buffer.from(stored, "base64"));
   }
   throw new AppError("err:svc:application:service_unavailable", "The Idempotency-Key could not be claimed; try again.");
 }
@@ -101,14 +105,13 @@ async function run(
   op: (req: any, call: Call) => Promise<any>,
   req: unknown,
   call: Call,
-  workspaceId: string,
-  keyHash: string,
+  scope: IdempotencyScope,
 ): Promise<unknown> {
   let response: unknown;
   try {
     response = await op(req, call);
   } catch (err) {
-    await releaseIdempotencyKey(deps.pool, workspaceId, keyHash).catch((e: unknown) => {
+    await releaseIdempotencyKey(deps.pool, scope).catch((e: unknown) => {
       deps.log.error({ err: e, requestId: call.requestId }, "could not release an idempotency key; retries answer 409 until it expires");
     });
     throw err;
@@ -116,7 +119,8 @@ async function run(
   // The response as the client will see it on a replay too: the full message.
   const message = create(output, response as never);
   try {
-    await completeIdempotencyKey(deps.pool, workspaceId, keyHash, toBinary(output, message));
+    const encrypted = await deps.vault.encrypt(scope.workspaceId, Buffer.from(toBinary(output, message)).toString("base64"));
+    await completeIdempotencyKey(deps.pool, scope, encrypted);
   } catch (err) {
     // The change is made: answer it. A retry gets 409 rather than running twice.
     deps.log.error({ err, requestId: call.requestId }, "could not record an idempotent response; retries answer 409 until it expires");

@@ -64,6 +64,30 @@ describe("Idempotency-Key", () => {
     expect((await verify(h, rk, b.body.data.key)).valid).toBe(true);
   });
 
+  it("records belong to one root key and hold no plaintext key", async () => {
+    const rk = await h.rootKey(["*"]);
+    const other = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const ik = fresh();
+    const a = await h.post("/v2/keys.createKey", { apiId, name: "mine" }, rk, idem(ik));
+    // Another root key of the same workspace, same key and body: its own request, not a replay of rk's answer.
+    const b = await h.post("/v2/keys.createKey", { apiId, name: "mine" }, other, idem(ik));
+    expect(b.headers["idempotent-replayed"]).toBeUndefined();
+    expect(b.body.data.keyId).not.toBe(a.body.data.keyId);
+    const [stored] = (await h.db.pool.query("SELECT response FROM idempotency_records WHERE workspace_id = ?", [h.workspaceId])) as unknown as [
+      { response: string }[],
+    ];
+    expect(stored.length).toBeGreaterThanOrEqual(2);
+    for (const r of stored) {
+      for (const k of [a.body.data.key as string, b.body.data.key as string]) {
+        expect(r.response).not.toContain(k);
+        expect(Buffer.from(r.response, "base64").includes(Buffer.from(k))).toBe(false);
+      }
+    }
+    // ...and the replay still gives the plaintext back to the root key that created it.
+    expect((await h.post("/v2/keys.createKey", { apiId, name: "mine" }, rk, idem(ik))).body.data.key).toBe(a.body.data.key);
+  });
+
   it("concurrent requests with one key run once: the others replay or are told it is running", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
