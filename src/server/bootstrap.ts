@@ -7,6 +7,7 @@ import type { Deps } from "../domain/deps.js";
 import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
+import { redactKeys } from "../errors/redact.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import type { ServiceEntry } from "../services/types.js";
@@ -41,8 +42,8 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
     return503OnClosing: true,
   });
 
-  const send = (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
-    const body = errorBody(err, config.docsBaseUrl);
+  const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
+    const body = errorBody(await redactKeys(deps, err), config.docsBaseUrl);
     return reply
       .code(catalog[err.code].status)
       .header("content-type", "application/json; charset=utf-8")

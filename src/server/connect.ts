@@ -7,6 +7,7 @@ import type { Deps } from "../domain/deps.js";
 import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { toConnectError } from "../errors/catalog.js";
+import { redactKeys } from "../errors/redact.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import type { Call, ServiceEntry } from "../services/types.js";
 
@@ -31,7 +32,7 @@ export async function invokeRpc(
     if (call.replayed === true) onReplay?.();
     return response;
   } catch (err) {
-    if (err instanceof AppError) throw toConnectError(err, docsBase, requestId);
+    if (err instanceof AppError) throw toConnectError(await redactKeys(deps, err), docsBase, requestId);
     if (isDatabaseUnavailable(err)) {
       deps.log.error({ err, requestId, rpc: label }, "database unavailable");
       throw toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
