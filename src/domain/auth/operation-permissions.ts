@@ -1,0 +1,192 @@
+// The root-key grants every operation needs, as data. Written from the checks the
+// domain code makes (src/domain/**), which follow CONTRACT §1.3 and Appendix A;
+// test/security/root-key-permissions.test.ts checks the code against this table
+// for every RPC of every service, and the OpenAPI document reads it.
+//
+// Grants are `resource.resourceId.action`; `{apiId}`, `{namespaceId}` and
+// `{identityId}` stand for the id of the resource the request reaches (the API of
+// the key, for key operations). A grant containing `*` covers a wanted grant by
+// the glob rule (decision 4), so `*`, `apis.*` and `apis.*.*` cover
+// `apis.{apiId}.read_key` too; the table lists the narrowest forms only.
+
+/** Every grantable action of each resource type (CONTRACT §1.3), whether or not an operation checks it yet. */
+export const GRANTABLE_ACTIONS = {
+  apis: [
+    "create_api",
+    "read_api",
+    "delete_api",
+    "update_api",
+    "create_key",
+    "read_key",
+    "update_key",
+    "delete_key",
+    "verify_key",
+    "encrypt_key",
+    "decrypt_key",
+    "read_analytics",
+  ],
+  ratelimit: [
+    "limit",
+    "create_namespace",
+    "read_namespace",
+    "update_namespace",
+    "delete_namespace",
+    "set_override",
+    "read_override",
+    "delete_override",
+    "list_overrides",
+  ],
+  rbac: [
+    "create_permission",
+    "read_permission",
+    "delete_permission",
+    "update_permission",
+    "create_role",
+    "read_role",
+    "delete_role",
+    "update_role",
+    "add_permission_to_key",
+    "remove_permission_from_key",
+    "add_role_to_key",
+    "remove_role_from_key",
+    "add_permission_to_role",
+    "remove_permission_from_role",
+  ],
+  identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
+} as const;
+
+export type ResourceType = keyof typeof GRANTABLE_ACTIONS;
+
+/** The id placeholder of each resource type; rbac grants exist only in the `rbac.*` form. */
+export const RESOURCE_PLACEHOLDER = { apis: "apiId", ratelimit: "namespaceId", identity: "identityId", rbac: undefined } as const;
+
+export type Placeholder = "apiId" | "namespaceId" | "identityId";
+
+/** Request shapes that need grants beyond the operation's own. */
+export const CONDITIONS = {
+  recoverable: "the call creates a recoverable key (createKey with recoverable: true; rerollKey of a recoverable key)",
+  decrypt: "the request sets decrypt: true",
+  newPermissionSlug: "the request names a permission slug the workspace does not have yet (it is created)",
+  namesPermissions: "the request names at least one permission",
+  newNamespace: "the request names a namespace that does not exist yet (it is created; having no id before, only `ratelimit.*.limit` covers it)",
+} as const;
+
+export type Condition = keyof typeof CONDITIONS;
+
+export interface GrantRule {
+  /** Any one of these grants satisfies the rule. */
+  anyOf: readonly string[];
+  /** The rule applies only to requests meeting this condition. */
+  when?: Condition;
+  /** The rule holds for every namespace the request names (multiLimit). */
+  forEach?: true;
+}
+
+/** What a caller lacking a grant gets: an HTTP error, or (verifyKey) a verification code. */
+export interface Denial {
+  status: 200 | 403 | 404;
+  code: string;
+}
+
+export interface OperationPermissions {
+  /** Every rule that applies must hold. */
+  rules: readonly GrantRule[];
+  /** Default: 403 insufficient_permissions. */
+  denied?: Denial;
+  /** When the caller holds the grant for other resources only, if that differs from `denied`. */
+  deniedWithOtherResourceGrant?: Denial;
+  note?: string;
+}
+
+export const FORBIDDEN: Denial = { status: 403, code: "err:svc:authorization:insufficient_permissions" };
+
+const api = (action: string): GrantRule => ({ anyOf: [`apis.*.${action}`, `apis.{apiId}.${action}`] });
+const identity = (action: string): GrantRule => ({ anyOf: [`identity.*.${action}`, `identity.{identityId}.${action}`] });
+const namespace = (action: string): GrantRule => ({ anyOf: [`ratelimit.*.${action}`, `ratelimit.{namespaceId}.${action}`] });
+const only = (grant: string, when?: Condition): GrantRule => (when === undefined ? { anyOf: [grant] } : { anyOf: [grant], when });
+const withWhen = (rule: GrantRule, when: Condition): GrantRule => ({ ...rule, when });
+
+const LIST_KEYS: OperationPermissions = { rules: [api("read_key"), api("read_api"), withWhen(api("decrypt_key"), "decrypt")] };
+const LIMIT_RULES: readonly GrantRule[] = [
+  { ...namespace("limit"), forEach: true },
+  only("ratelimit.*.create_namespace", "newNamespace"),
+];
+
+/** Keyed by `<group>.<operation>`, the JSON path after `/v2/`. */
+export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
+  "apis.createApi": { rules: [only("apis.*.create_api")] },
+  "apis.getApi": { rules: [api("read_api")] },
+  "apis.listKeys": LIST_KEYS,
+  "apis.deleteApi": { rules: [api("delete_api")] },
+
+  "keys.createKey": {
+    rules: [api("create_key"), withWhen(api("encrypt_key"), "recoverable")],
+    note: "roles, permissions (new slugs are created) and externalId (the identity is created) need no rbac or identity grant, as in Unkey (CONTRACT Appendix A)",
+  },
+  "keys.verifyKey": {
+    rules: [api("verify_key")],
+    deniedWithOtherResourceGrant: { status: 200, code: "NOT_FOUND" },
+    note: "403 only when the root key holds no verify_key grant at all; one for other APIs reads as NOT_FOUND (CONTRACT §5.4)",
+  },
+  "keys.getKey": { rules: [api("read_key"), withWhen(api("decrypt_key"), "decrypt")] },
+  "keys.whoami": {
+    rules: [api("read_key")],
+    denied: { status: 404, code: "err:svc:data:key_not_found" },
+    note: "a missing grant reads as an unknown key (decision 6)",
+  },
+  "keys.updateKey": {
+    rules: [api("update_key")],
+    note: "roles, permissions and externalId are replaced with update_key alone, as in Unkey (CONTRACT Appendix A)",
+  },
+  "keys.updateCredits": { rules: [api("update_key")] },
+  "keys.deleteKey": { rules: [api("delete_key")] },
+  "keys.rerollKey": { rules: [api("create_key"), withWhen(api("encrypt_key"), "recoverable")] },
+  "keys.listKeys": LIST_KEYS,
+  "keys.addPermissions": {
+    rules: [api("update_key"), only("rbac.*.add_permission_to_key"), only("rbac.*.create_permission", "newPermissionSlug")],
+  },
+  "keys.removePermissions": { rules: [api("update_key"), only("rbac.*.remove_permission_from_key")] },
+  "keys.setPermissions": {
+    rules: [
+      api("update_key"),
+      only("rbac.*.add_permission_to_key"),
+      only("rbac.*.remove_permission_from_key"),
+      only("rbac.*.create_permission", "newPermissionSlug"),
+    ],
+  },
+  "keys.addRoles": { rules: [api("update_key"), only("rbac.*.add_role_to_key")] },
+  "keys.removeRoles": { rules: [api("update_key"), only("rbac.*.remove_role_from_key")] },
+  "keys.setRoles": { rules: [api("update_key"), only("rbac.*.add_role_to_key"), only("rbac.*.remove_role_from_key")] },
+
+  "identities.createIdentity": { rules: [only("identity.*.create_identity")] },
+  "identities.getIdentity": { rules: [identity("read_identity")] },
+  "identities.listIdentities": { rules: [only("identity.*.read_identity")], note: "the whole workspace is listed, so only the wildcard form" },
+  "identities.updateIdentity": { rules: [identity("update_identity")] },
+  "identities.deleteIdentity": { rules: [identity("delete_identity")] },
+
+  "ratelimit.limit": { rules: LIMIT_RULES },
+  "ratelimit.multiLimit": { rules: LIMIT_RULES },
+  "ratelimit.setOverride": { rules: [namespace("set_override")] },
+  "ratelimit.getOverride": {
+    rules: [namespace("read_override")],
+    denied: { status: 404, code: "err:svc:data:ratelimit_override_not_found" },
+    note: "a missing grant reads as a missing override (decision 11)",
+  },
+  "ratelimit.listOverrides": { rules: [namespace("read_override")] },
+  "ratelimit.deleteOverride": { rules: [namespace("delete_override")] },
+
+  "permissions.createPermission": { rules: [only("rbac.*.create_permission")] },
+  "permissions.getPermission": { rules: [only("rbac.*.read_permission")] },
+  "permissions.listPermissions": { rules: [only("rbac.*.read_permission")] },
+  "permissions.deletePermission": { rules: [only("rbac.*.delete_permission")] },
+  "permissions.createRole": {
+    rules: [
+      only("rbac.*.create_role"),
+      only("rbac.*.add_permission_to_role", "namesPermissions"),
+      only("rbac.*.create_permission", "newPermissionSlug"),
+    ],
+  },
+  "permissions.getRole": { rules: [only("rbac.*.read_role")] },
+  "permissions.listRoles": { rules: [only("rbac.*.read_role")] },
+  "permissions.deleteRole": { rules: [only("rbac.*.delete_role")] },
+};
