@@ -24,7 +24,10 @@ async function main(): Promise<void> {
   const log = pino({ level: config.logLevel });
   let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    db = await openDatabase(config.databaseUrl, (line) => log.info(line));
+    db = await openDatabase(config.databaseUrl, (line) => log.info(line), {
+      connectTimeoutMs: config.dbConnectTimeoutMs,
+      queryTimeoutMs: config.dbQueryTimeoutMs,
+    });
   } catch (err) {
     if (err instanceof NoDatabaseServerError) {
       process.stderr.write(`keyhold: ${err.message}\n`);
@@ -65,7 +68,20 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs + 5_000);
     force.unref();
+    // A request that reached this process before the signal but is not read yet
+    // would look like an idle connection and be cut: let the loop read it first.
+    await afterNextPoll();
+    // A connection goes idle when its last in-flight request is answered: close it
+    // then, instead of waiting for its keep-alive timeout.
+    const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+    // Requests still running at the deadline are cut, as gRPC calls are.
+    const deadline = setTimeout(() => {
+      log.warn("shutdown timeout reached: closing the connections still busy");
+      app.server.closeAllConnections();
+    }, config.shutdownTimeoutMs);
     await Promise.all([app.close(), grpcServer.close(config.shutdownTimeoutMs)]);
+    clearInterval(reaper);
+    clearTimeout(deadline);
     await runtime.close();
     await db.close();
     log.info("stopped");
@@ -73,6 +89,11 @@ async function main(): Promise<void> {
   };
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** Resolves once the event loop has polled its sockets again, so bytes that arrived before now have been read. */
+function afterNextPoll(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
 
 main().catch((err) => {

@@ -54,6 +54,15 @@ export class RecordCache<T extends object> {
     return this.misses.get(hash) === true ? MISS : undefined;
   }
 
+  /**
+   * The record held for this hash even while bypassed: what a read falls back to
+   * when the database cannot be reached at all (stale-if-error), so cached keys
+   * keep verifying through a database outage, for at most the cache TTL.
+   */
+  stale(hash: string): T | undefined {
+    return this.lru.get(hash)?.value;
+  }
+
   set(hash: string, value: T, tags: readonly string[] = []): void {
     if (this.bypass) return;
     this.misses.delete(hash);

@@ -13,6 +13,8 @@ export type ErrorCode =
   | "err:user:bad_request:permissions_query_syntax_error"
   | "err:user:bad_request:request_body_too_large"
   | "err:user:bad_request:request_body_unreadable"
+  | "err:user:bad_request:request_timeout"
+  | "err:user:bad_request:request_headers_too_large"
   | "err:svc:data:api_not_found"
   | "err:svc:data:key_not_found"
   | "err:svc:data:identity_not_found"

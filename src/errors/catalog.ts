@@ -27,6 +27,8 @@ export const catalog = {
   "err:user:bad_request:permissions_query_syntax_error": spec(400, "Bad Request", Code.InvalidArgument, "The permissions query is not valid."),
   "err:user:bad_request:request_body_too_large": spec(413, "Payload Too Large", Code.ResourceExhausted, "The request body is too large."),
   "err:user:bad_request:request_body_unreadable": spec(400, "Bad Request", Code.InvalidArgument, "The request body could not be read."),
+  "err:user:bad_request:request_timeout": spec(408, "Request Timeout", Code.DeadlineExceeded, "The request was not received in time."),
+  "err:user:bad_request:request_headers_too_large": spec(431, "Request Header Fields Too Large", Code.ResourceExhausted, "The request headers are too large."),
   "err:svc:data:api_not_found": spec(404, "Not Found", Code.NotFound, "The requested API does not exist or has been deleted."),
   "err:svc:data:key_not_found": spec(404, "Not Found", Code.NotFound, "The specified key was not found."),
   "err:svc:data:identity_not_found": spec(404, "Not Found", Code.NotFound, "This identity does not exist."),

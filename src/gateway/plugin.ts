@@ -1,6 +1,7 @@
 // The JSON front door: `POST /v2/<group>.<operation>` for every RPC of every
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
+import { isUtf8 } from "node:buffer";
 import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import sjson from "secure-json-parse";
@@ -57,13 +58,25 @@ const headerValue = (v: string | string[] | undefined): string | undefined => (A
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+
+/** The body as text. JSON is UTF-8 (RFC 8259): other bytes are refused, never stored as replacement characters. */
+function bodyText(body: unknown): string {
+  if (!Buffer.isBuffer(body)) return "";
+  if (!isUtf8(body)) throw invalidInput([{ location: "body", message: "The body is not valid UTF-8.", fix: "Encode the JSON body as UTF-8." }]);
+  return body.toString("utf8");
+}
 
 function parseBody(req: FastifyRequest): unknown {
   const ct = req.headers["content-type"];
-  const raw = typeof req.body === "string" ? req.body : "";
   if (ct !== undefined && !JSON_TYPE.test(ct)) {
     throw new AppError("err:svc:application:unsupported_media_type", `Send the body as application/json (got ${ct}).`);
   }
+  const charset = ct === undefined ? undefined : CHARSET.exec(ct)?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new AppError("err:svc:application:unsupported_media_type", `JSON bodies are UTF-8; send charset=utf-8 or no charset (got ${ct}).`);
+  }
+  const raw = bodyText(req.body);
   if (raw.trim() === "") {
     throw invalidInput([{ location: "body", message: "The request body is empty; send a JSON object.", fix: "Send {} when there are no fields." }]);
   }
@@ -103,7 +116,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
     // The body is parsed in the handler, after authentication, so that a 401
     // wins over a 400 for an unparsable body (contract §1.2).
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
+    app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST as the seed's convention).
     // Still 200 when degraded (it still answers); the parts running degraded are named.

@@ -1,6 +1,8 @@
 // buildServer(deps) returns a Fastify instance that is not listening: the JSON
 // /v2 API, liveness, and Connect/gRPC-Web, with one error envelope for every
 // failure path (unknown route, wrong method, bad body, auth, validation, 500).
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Deps } from "../domain/deps.js";
@@ -30,6 +32,37 @@ function fastifyErrorCode(err: FastifyError): { code: ErrorCode; detail?: string
   return { code: "err:svc:application:unexpected_error" };
 }
 
+/**
+ * What Node's HTTP parser rejects before Fastify sees a request (a malformed
+ * request line, headers over the size limit, a client too slow to send its
+ * request) gets the same envelope as every other answer; then the connection
+ * is closed, since the rest of its bytes cannot be trusted.
+ */
+function clientErrorHandler(docsBase: string) {
+  return (err: NodeJS.ErrnoException, socket: Socket): void => {
+    // Nobody is left to answer, or a response is already on its way (it cannot be interrupted cleanly).
+    const responding = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (err.code === "ECONNRESET" || socket.destroyed || !socket.writable || responding) {
+      socket.destroy();
+      return;
+    }
+    const appErr =
+      err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new AppError("err:user:bad_request:request_timeout", "The request was not received in time; the connection is closed.")
+        : err.code === "HPE_HEADER_OVERFLOW"
+          ? new AppError("err:user:bad_request:request_headers_too_large", "The request headers are larger than the server accepts.")
+          : new AppError("err:user:bad_request:request_body_unreadable", "The request is not valid HTTP/1.1 and could not be read.");
+    const requestId = newId("req");
+    const status = catalog[appErr.code].status;
+    const body = JSON.stringify({ meta: { requestId }, error: errorBody(appErr, docsBase) });
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
+    );
+  };
+}
+
 export async function buildServer({ config, deps, services }: ServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
@@ -39,7 +72,14 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
     // errors are logged with their request id explicitly.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
     childLoggerFactory: (logger) => logger,
-    return503OnClosing: true,
+    // While draining on SIGTERM, requests that still arrive on open connections are
+    // served (with Connection: close) rather than refused.
+    return503OnClosing: false,
+    // Slow clients (slowloris) are cut off: headers and the whole request each have a deadline,
+    // checked every second instead of Node's default 30 s.
+    requestTimeout: config.requestTimeoutMs,
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1_000 },
+    clientErrorHandler: clientErrorHandler(config.docsBaseUrl),
   });
 
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
@@ -57,6 +97,11 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) return send(reply, req, err);
+    if (req.raw.socket?.destroyed === true) {
+      // The client went away mid-request (its reset is not the database's): nobody is left to answer.
+      req.log.info({ requestId: req.id, url: req.url }, "client closed the request");
+      return send(reply, req, new AppError("err:user:bad_request:request_body_unreadable", "The client closed the request."));
+    }
     if (isDatabaseUnavailable(err)) {
       req.log.error({ err, requestId: req.id, url: req.url }, "database unavailable");
       return send(reply, req, new AppError("err:svc:application:service_unavailable"));

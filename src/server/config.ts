@@ -21,6 +21,14 @@ export interface Config {
   idempotencyTtlMs: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** Longest a client may take to send a request's headers (slow clients are cut off with a 408). */
+  headersTimeoutMs: number;
+  /** Longest a client may take to send a whole request, body included. */
+  requestTimeoutMs: number;
+  /** Longest opening a database connection may take. */
+  dbConnectTimeoutMs: number;
+  /** Longest the database may stay silent on a statement before its connection is dropped (and the request answered 503). */
+  dbQueryTimeoutMs: number;
   /** redis:// or rediss:// URL: rate-limit counters shared by every instance. Undefined = in-memory counters. */
   redisUrl: string | undefined;
   /** How rate limits are answered while Redis is unreachable. */
@@ -147,9 +155,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     idempotencyTtlMs: int("IDEMPOTENCY_TTL_MS", 86_400_000, 1_000, 7 * 86_400_000),
     bodyLimitBytes: int("BODY_LIMIT_BYTES", 10 * 1024 * 1024, 1024, 1024 ** 3),
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    headersTimeoutMs: int("HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
+    requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    dbConnectTimeoutMs: int("DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),
+    dbQueryTimeoutMs: int("DB_QUERY_TIMEOUT_MS", 15_000, 100, 3_600_000),
     redisUrl,
     ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
   };
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    problems.push(`HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
+  }
   if (config.port !== 0 && config.port === config.grpcPort) problems.push(`PORT and GRPC_PORT must differ (both ${config.port})`);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,6 +1,7 @@
 import fs from "node:fs";
+import type { Socket } from "node:net";
 import path from "node:path";
-import mysql, { type Pool, type PoolOptions } from "mysql2/promise";
+import mysql, { type Pool, type PoolConnection, type PoolOptions } from "mysql2/promise";
 import { migrationsDir, projectDir } from "../paths.js";
 import { startPrivateServer, type PrivateServer } from "./private-server.js";
 
@@ -12,6 +13,16 @@ export interface Database {
 }
 
 export type Log = (line: string) => void;
+
+export interface DatabaseTimeouts {
+  /** Longest opening a connection may take. */
+  connectTimeoutMs: number;
+  /** Longest the server may stay silent on a statement before its connection is dropped. */
+  queryTimeoutMs: number;
+}
+
+/** The defaults of DB_CONNECT_TIMEOUT_MS and DB_QUERY_TIMEOUT_MS, for callers without a Config. */
+const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectTimeoutMs: 5_000, queryTimeoutMs: 15_000 };
 
 const DEFAULT_DB = "keyhold";
 
@@ -39,7 +50,7 @@ function quoteIdent(name: string): string {
  * Connects to DATABASE_URL, or when it is unset to a private server run from the
  * binaries on this machine. Creates the database when missing.
  */
-export async function openDatabase(databaseUrl: string | undefined, log: Log): Promise<Database> {
+export async function openDatabase(databaseUrl: string | undefined, log: Log, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): Promise<Database> {
   let server: PrivateServer | undefined;
   let base: PoolOptions;
   let database: string;
@@ -63,7 +74,7 @@ export async function openDatabase(databaseUrl: string | undefined, log: Log): P
     description = `private server (${path.relative(projectDir, server.socketPath) || server.socketPath})/${database}`;
   }
   try {
-    const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: 10_000 });
+    const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: timeouts.connectTimeoutMs });
     try {
       await admin.query(`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
     } finally {
@@ -73,7 +84,9 @@ export async function openDatabase(databaseUrl: string | undefined, log: Log): P
     await server?.stop();
     throw new Error(`cannot reach the database at ${description}: ${(err as Error).message}`);
   }
-  const pool = mysql.createPool({ ...common, ...base, database });
+  const pool = mysql.createPool({ ...common, ...base, database, connectTimeout: timeouts.connectTimeoutMs });
+  const open = new Set<CoreConnection>();
+  pool.on("connection", (conn) => watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs));
   return {
     pool,
     description,
@@ -83,6 +96,43 @@ export async function openDatabase(databaseUrl: string | undefined, log: Log): P
     },
   };
 }
+
+/** The parts of mysql2's connection (below the promise wrapper) the watchdog needs. */
+interface CoreConnection {
+  stream: Socket;
+  /** The statement waiting for the server's answer, if any. */
+  _command: unknown;
+  /** Closes it and takes it out of its pool. */
+  destroy(): void;
+}
+
+/** Connections whose statements may wait as long as they need (the migration lock). */
+const unbounded = new WeakSet<object>();
+
+/**
+ * mysql2 has no deadline for a statement whose server went silent (a network
+ * partition, a hung server): the request would wait for TCP to give up, many
+ * minutes later, and the connection would stay in the pool. So a connection
+ * whose statement sees no byte for `ms` is destroyed: the statement fails with
+ * ETIMEDOUT (a 503), the pool forgets the connection and opens a fresh one.
+ * An idle pooled connection may stay silent as long as it likes, but when one
+ * statement times out the idle ones are dropped too: they most likely lead to
+ * the same silent server, and each would cost a request a timeout after the
+ * network heals.
+ */
+function watch(conn: CoreConnection, open: Set<CoreConnection>, ms: number): void {
+  open.add(conn);
+  conn.stream.once("close", () => open.delete(conn));
+  conn.stream.setTimeout(ms);
+  conn.stream.on("timeout", () => {
+    if (!conn._command || unbounded.has(conn)) return;
+    conn.stream.destroy(Object.assign(new Error(`the database did not answer within ${ms} ms`), { code: "ETIMEDOUT" }));
+    for (const other of open) if (other !== conn && !other._command && !unbounded.has(other)) other.destroy();
+  });
+}
+
+/** The mysql2 connection below a promise pool connection. */
+const core = (conn: PoolConnection): object => (conn as unknown as { connection: object }).connection;
 
 function pick(o: Partial<PoolOptions>): Partial<PoolOptions> {
   const { supportBigNumbers, bigNumberStrings, dateStrings, charset, timezone } = o;
@@ -96,6 +146,8 @@ function pick(o: Partial<PoolOptions>): Partial<PoolOptions> {
 export async function migrate(pool: Pool, log: Log): Promise<string[]> {
   const conn = await pool.getConnection();
   const applied: string[] = [];
+  // Waiting for another process's migration, or a long ALTER, is not a hung database.
+  unbounded.add(core(conn));
   try {
     const [lockRows] = await conn.query("SELECT GET_LOCK('keyhold_migrations', 120) AS got");
     if ((lockRows as Array<{ got: number }>)[0]?.got !== 1) throw new Error("timed out waiting for the migration lock");
@@ -120,6 +172,7 @@ export async function migrate(pool: Pool, log: Log): Promise<string[]> {
       await conn.query("SELECT RELEASE_LOCK('keyhold_migrations')").catch(() => undefined);
     }
   } finally {
+    unbounded.delete(core(conn));
     conn.release();
   }
   return applied;

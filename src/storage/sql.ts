@@ -84,8 +84,13 @@ export const optStr = (v: unknown): string | undefined => (v === null || v === u
 
 const UNAVAILABLE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_SERVER_SHUTDOWN", "ENOTFOUND"]);
 
-/** Whether an error means the database cannot be reached (a 503, not a bug). */
-export const isDatabaseUnavailable = (err: unknown): boolean => UNAVAILABLE.has(String((err as { code?: string }).code));
+/**
+ * Whether an error means the database cannot be reached (a 503, not a bug). mysql2
+ * marks every error that broke the connection itself as fatal, including a
+ * statement sent on a connection that was already closed.
+ */
+export const isDatabaseUnavailable = (err: unknown): boolean =>
+  UNAVAILABLE.has(String((err as { code?: string }).code)) || (err as { fatal?: unknown }).fatal === true;
 
 /** Rows grouped by the string value of one column, each row mapped by f. */
 export function groupBy<T>(rs: readonly Row[], column: string, f: (r: Row) => T): Map<string, T[]> {

@@ -2,6 +2,7 @@
 // database read; an unknown hash is remembered as a miss for a short while.
 import { MISS } from "../../cache/verification-cache.js";
 import { findLiveKeysByHashes } from "../../storage/keys.js";
+import { isDatabaseUnavailable } from "../../storage/sql.js";
 import type { Deps } from "../deps.js";
 import type { KeyDetails, KeyRecord } from "./record.js";
 
@@ -33,7 +34,13 @@ export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyReco
     p = loader.load(hash).finally(() => pending.delete(slot));
     pending.set(slot, p);
   }
-  return p;
+  return p.catch((err) => staleIfUnavailable(deps.keyCache.stale(hash), err));
+}
+
+/** A record the cache still holds answers when the database cannot be reached; anything else fails as before. */
+export function staleIfUnavailable<T>(held: T | undefined, err: unknown): T {
+  if (held !== undefined && isDatabaseUnavailable(err)) return held;
+  throw err;
 }
 
 /** Hashes read in one query at most. */
