@@ -18,28 +18,30 @@ describe("a flood of random keys", () => {
     const real = await key(h, rk, apiId);
     const flood = Array.from({ length: 2_000 }, randomKey);
     const verifyAll = async (keys: string[]) => {
-      const codes: string[] = [];
-      for (let i = 0; i < keys.length; i += 250) {
-        const wave = await Promise.all(keys.slice(i, i + 250).map((k) => h.post("/v2/keys.verifyKey", { key: k }, rk)));
-        for (const r of wave) codes.push(r.status === 200 ? r.body.data.code : `HTTP ${r.status}`);
-      }
-      return codes;
+      const answers = await Promise.all(keys.map((k) => h.post("/v2/keys.verifyKey", { key: k }, rk)));
+      return answers.map((r) => (r.status === 200 ? r.body.data.code : `HTTP ${r.status}`));
     };
 
-    let codes: string[] = [];
-    const first = await h.countQueries(async () => {
-      codes = await verifyAll([...flood, real.key]);
-    });
-    expect(new Set(codes.slice(0, -1))).toEqual(new Set(["NOT_FOUND"]));
-    expect(codes.at(-1)).toBe("VALID");
-    // 2,001 distinct keys, 250 at a time: a few batched reads per wave, not 2,001 reads.
-    expect(first).toBeLessThan(flood.length / 20);
-
-    const again = await h.countQueries(async () => {
-      codes = await verifyAll(flood);
-    });
+    let first = 0;
+    let again = 0;
+    const codes: string[] = [];
+    // 2,000 distinct keys, 250 at a time, each wave sent twice in a row (well
+    // within the 2 s for which an unknown hash is remembered).
+    for (let i = 0; i < flood.length; i += 250) {
+      const wave = flood.slice(i, i + 250);
+      first += await h.countQueries(async () => {
+        codes.push(...(await verifyAll(wave)));
+      });
+      again += await h.countQueries(async () => {
+        codes.push(...(await verifyAll(wave)));
+      });
+    }
     expect(new Set(codes)).toEqual(new Set(["NOT_FOUND"]));
+    // A few batched reads per wave, not one read per key...
+    expect(first).toBeLessThan(flood.length / 20);
+    // ...and none at all for keys just found unknown.
     expect(again).toBe(0);
+    expect((await verify(h, rk, real.key)).code).toBe("VALID");
   });
 
   it("does not evict hot keys from a small cache", async () => {

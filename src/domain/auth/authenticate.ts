@@ -6,7 +6,7 @@ import { findRootKeyByHash } from "../../storage/root-keys.js";
 import type { Deps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { hashKey } from "../keys/generate.js";
-import { staleIfUnavailable } from "../keys/lookup.js";
+import { outageOf } from "../outage.js";
 import type { Principal } from "./principal.js";
 import { hasRootKeyShape, isWellFormedRootKey } from "./root-key.js";
 
@@ -24,7 +24,8 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (record === undefined && !isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
   if (record === undefined) {
     const generation = deps.rootKeyCache.generation;
-    const found = await findRootKeyByHash(deps.pool, hash).catch((err) => staleIfUnavailable(deps.rootKeyCache.stale(hash), err));
+    // A record held while the cache is bypassed answers when the database cannot be reached.
+    const found = await outageOf(deps.pool).read(deps.rootKeyCache.stale(hash), () => findRootKeyByHash(deps.pool, hash));
     if (deps.rootKeyCache.generation === generation) {
       if (found) deps.rootKeyCache.set(hash, found, [`rootkey:${found.id}`, `ws:${found.workspaceId}`]);
       else deps.rootKeyCache.setMiss(hash);

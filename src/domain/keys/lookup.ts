@@ -2,8 +2,8 @@
 // database read; an unknown hash is remembered as a miss for a short while.
 import { MISS } from "../../cache/verification-cache.js";
 import { findLiveKeysByHashes } from "../../storage/keys.js";
-import { isDatabaseUnavailable } from "../../storage/sql.js";
 import type { Deps } from "../deps.js";
+import { outageOf } from "../outage.js";
 import type { KeyDetails, KeyRecord } from "./record.js";
 
 export const keyTags = (k: KeyRecord): string[] => {
@@ -29,18 +29,16 @@ export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyReco
   let loader = loaderByCache.get(deps.keyCache);
   if (loader === undefined) loaderByCache.set(deps.keyCache, (loader = new HashLoader(deps)));
   const pending = inflight;
-  let p = pending.get(slot);
-  if (p === undefined) {
-    p = loader.load(hash).finally(() => pending.delete(slot));
-    pending.set(slot, p);
-  }
-  return p.catch((err) => staleIfUnavailable(deps.keyCache.stale(hash), err));
-}
-
-/** A record the cache still holds answers when the database cannot be reached; anything else fails as before. */
-export function staleIfUnavailable<T>(held: T | undefined, err: unknown): T {
-  if (held !== undefined && isDatabaseUnavailable(err)) return held;
-  throw err;
+  const shared = (): Promise<KeyRecord | undefined> => {
+    let p = pending.get(slot);
+    if (p === undefined) {
+      p = loader.load(hash).finally(() => pending.delete(slot));
+      pending.set(slot, p);
+    }
+    return p;
+  };
+  // A record held while the cache is bypassed answers when the database cannot be reached.
+  return outageOf(deps.pool).read(deps.keyCache.stale(hash), shared);
 }
 
 /** Hashes read in one query at most. */
