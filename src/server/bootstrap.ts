@@ -10,6 +10,7 @@ import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
+import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import type { ServiceEntry } from "../services/types.js";
@@ -103,7 +104,7 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
       return send(reply, req, new AppError("err:user:bad_request:request_body_unreadable", "The client closed the request."));
     }
     if (isDatabaseUnavailable(err)) {
-      req.log.error({ err, requestId: req.id, url: req.url }, "database unavailable");
+      databaseUnavailableLog.run((suppressed) => req.log.error({ err, requestId: req.id, url: req.url, suppressed }, "database unavailable"));
       return send(reply, req, new AppError("err:svc:application:service_unavailable"));
     }
     const mapped = fastifyErrorCode(err);

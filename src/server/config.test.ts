@@ -85,6 +85,21 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads the timeouts and the idempotency window, and refuses a headers timeout longer than the request timeout", () => {
+    expect(loadConfig({})).toMatchObject({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      dbConnectTimeoutMs: 5_000,
+      dbQueryTimeoutMs: 15_000,
+      idempotencyTtlMs: 86_400_000,
+    });
+    const c = loadConfig({ HEADERS_TIMEOUT_MS: "2000", REQUEST_TIMEOUT_MS: "4000", DB_CONNECT_TIMEOUT_MS: "300", DB_QUERY_TIMEOUT_MS: "900", IDEMPOTENCY_TTL_MS: "60000" });
+    expect(c).toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 4000, dbConnectTimeoutMs: 300, dbQueryTimeoutMs: 900, idempotencyTtlMs: 60_000 });
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "5000", REQUEST_TIMEOUT_MS: "4000" })).toThrow(/HEADERS_TIMEOUT_MS \(5000\) must not exceed REQUEST_TIMEOUT_MS \(4000\)/);
+    expect(() => loadConfig({ DB_QUERY_TIMEOUT_MS: "0" })).toThrow(/DB_QUERY_TIMEOUT_MS/);
+    expect(() => loadConfig({ IDEMPOTENCY_TTL_MS: "soon" })).toThrow(/IDEMPOTENCY_TTL_MS/);
+  });
+
   it("refuses the same port for HTTP and gRPC", () => {
     expect(() => loadConfig({ PORT: "9000", GRPC_PORT: "9000" })).toThrow(/PORT and GRPC_PORT must differ/);
   });

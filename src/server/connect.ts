@@ -8,6 +8,7 @@ import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { toConnectError } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
+import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import type { Call, ServiceEntry } from "../services/types.js";
 
@@ -34,7 +35,7 @@ export async function invokeRpc(
   } catch (err) {
     if (err instanceof AppError) throw toConnectError(await redactKeys(deps, err), docsBase, requestId);
     if (isDatabaseUnavailable(err)) {
-      deps.log.error({ err, requestId, rpc: label }, "database unavailable");
+      databaseUnavailableLog.run((suppressed) => deps.log.error({ err, requestId, rpc: label, suppressed }, "database unavailable"));
       throw toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
     }
     deps.log.error({ err, requestId, rpc: label }, "unexpected error");
