@@ -7,7 +7,7 @@
 // are stored encrypted by the workspace's data key: a createKey answer holds the
 // new plaintext key. Only successes are kept: a request that failed changed
 // nothing, so its retry simply runs.
-import { create, type DescMessage, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescService, fromBinary, type JsonValue, toBinary, toJson } from "@bufbuild/protobuf";
 import { hash } from "node:crypto";
 import {
   claimIdempotencyKey,
@@ -28,6 +28,7 @@ const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) 
 const KEY_FORMAT = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 const SWEEP_EVERY_MS = 60_000;
+const SWEEP_BATCH = 1_000;
 const sweptAt = new WeakMap<Deps, number>();
 
 const sha256 = (data: string | Uint8Array): string => hash("sha256", data, "hex");
@@ -70,7 +71,7 @@ async function once(
     ]);
   }
   const scope: IdempotencyScope = { workspaceId: call.principal.workspaceId, rootKeyId: call.principal.rootKeyId, keyHash: sha256(key) };
-  const requestHash = sha256(toBinary(input, create(input, req as never)));
+  const requestHash = sha256(canonicalJson(toJson(input, create(input, req as never))));
   const now = deps.clock.now();
   sweepNowAndThen(deps, now);
 
@@ -111,9 +112,15 @@ async function run(
   try {
     response = await op(req, call);
   } catch (err) {
-    await releaseIdempotencyKey(deps.pool, scope).catch((e: unknown) => {
-      deps.log.error({ err: e, requestId: call.requestId }, "could not release an idempotency key; retries answer 409 until it expires");
-    });
+    // A refusal (an AppError) changed nothing: its retry may run. Anything else
+    // (a lost connection, a statement timed out after its COMMIT reached the
+    // server) leaves the outcome unknown: the claim stays, and retries answer 409
+    // rather than risk doing it twice.
+    if (err instanceof AppError) {
+      await releaseIdempotencyKey(deps.pool, scope).catch((e: unknown) => {
+        deps.log.error({ err: e, requestId: call.requestId }, "could not release an idempotency key; retries answer 409 until it expires");
+      });
+    }
     throw err;
   }
   // The response as the client will see it on a replay too: the full message.
@@ -128,9 +135,27 @@ async function run(
   return message;
 }
 
-/** Deletes expired records at most once a minute per process, off the request's path. */
+/** JSON with object keys sorted at every level: the same request whatever order its maps (meta) were sent in. */
+function canonicalJson(v: JsonValue): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] as JsonValue)}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * Deletes expired records at most once a minute per process, off the request's
+ * path, in batches until none are left (so it keeps up with any request rate).
+ */
 function sweepNowAndThen(deps: Deps, now: number): void {
   if (now - (sweptAt.get(deps) ?? 0) < SWEEP_EVERY_MS) return;
   sweptAt.set(deps, now);
-  void sweepIdempotencyRecords(deps.pool, now).catch((err: unknown) => deps.log.warn({ err }, "could not delete expired idempotency records"));
+  const sweep = async () => {
+    while ((await sweepIdempotencyRecords(deps.pool, now, SWEEP_BATCH)) === SWEEP_BATCH) await new Promise((r) => setImmediate(r));
+  };
+  void sweep().catch((err: unknown) => deps.log.warn({ err }, "could not delete expired idempotency records"));
 }
