@@ -15,6 +15,11 @@ export class Outage {
   private skipUntil = 0;
   private probing = false;
 
+  /** True while reads are skipped after a failure (the database is known to be unreachable). */
+  get down(): boolean {
+    return this.skipUntil !== 0 && performance.now() < this.skipUntil;
+  }
+
   /** Reads through `read`, or answers `held` (a record the cache still holds) when the database is known to be unreachable. */
   async read<T>(held: T | undefined, read: () => Promise<T>): Promise<T> {
     if (held !== undefined && this.skipUntil !== 0 && (performance.now() < this.skipUntil || this.probing)) return held;

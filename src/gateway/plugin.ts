@@ -52,6 +52,9 @@ const adapters: Record<string, BodyAdapter> = {
   "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body.map(namespaceAliases) } : body),
 };
 
+/** The workspace of the authenticated caller of a request, for its error answer (see errors/redact.ts). */
+export const callerWorkspace = new WeakMap<FastifyRequest, string>();
+
 /** A header sent once; sent twice it is ambiguous, so the first is not silently picked. */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(", ") : v);
 
@@ -134,6 +137,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
       const adapt = adapters[route.path];
       app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {
         const principal = await authenticate(deps, req.headers.authorization);
+        callerWorkspace.set(req, principal.workspaceId);
         let body = parseBody(req);
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);

@@ -12,7 +12,7 @@ import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
-import { gatewayPlugin, routeTable } from "../gateway/plugin.js";
+import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
 import { connectRoutes } from "./connect.js";
@@ -84,7 +84,7 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
   });
 
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
-    const body = errorBody(await redactKeys(deps, err), config.docsBaseUrl);
+    const body = errorBody(await redactKeys(deps, err, callerWorkspace.get(req)), config.docsBaseUrl);
     return reply
       .code(catalog[err.code].status)
       .header("content-type", "application/json; charset=utf-8")

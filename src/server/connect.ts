@@ -26,14 +26,16 @@ export async function invokeRpc(
   /** Told when the answer is a stored response replayed for a retry. */
   onReplay?: () => void,
 ): Promise<unknown> {
+  let workspaceId: string | undefined;
   try {
     const principal = await authenticate(deps, authorization);
+    workspaceId = principal.workspaceId;
     const call: Call = { principal, requestId, idempotencyKey };
     const response = await op(req, call);
     if (call.replayed === true) onReplay?.();
     return response;
   } catch (err) {
-    if (err instanceof AppError) throw toConnectError(await redactKeys(deps, err), docsBase, requestId);
+    if (err instanceof AppError) throw toConnectError(await redactKeys(deps, err, workspaceId), docsBase, requestId);
     if (isDatabaseUnavailable(err)) {
       databaseUnavailableLog.run((suppressed) => deps.log.error({ err, requestId, rpc: label, suppressed }, "database unavailable"));
       throw toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
