@@ -126,6 +126,11 @@ async function encryptionKey(sub: string | undefined, rest: string[]): Promise<v
     return;
   }
   if (sub === "rotate") {
+    // Never rotate onto a machine-local key file: the data keys would end up under
+    // a key no server has. The new key is always named explicitly, in every mode.
+    if (loadConfig(process.env, { needsEncryptionKey: true }).encryptionKey === undefined) {
+      throw new ConfigError(["encryption-key rotate needs KEYHOLD_ENCRYPTION_KEY set to the new key (the one every server uses), and the old one in KEYHOLD_PREVIOUS_ENCRYPTION_KEYS"]);
+    }
     const summary = await withDatabase(async (db, config) => {
       const keyring = loadKeyring(config, { warn: (_obj, msg) => log(msg ?? "") });
       return rewrapDataKeys(db.pool, keyring, (row) =>
