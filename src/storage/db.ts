@@ -86,7 +86,13 @@ export async function openDatabase(databaseUrl: string | undefined, log: Log, ti
   }
   const pool = mysql.createPool({ ...common, ...base, database, connectTimeout: timeouts.connectTimeoutMs });
   const open = new Set<CoreConnection>();
-  pool.on("connection", (conn) => watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs));
+  // A statement waiting for a row lock fails as a lock wait (a 503) well before the
+  // watchdog would take it for a silent database and drop the pool's connections.
+  const lockWaitSeconds = Math.max(1, Math.floor(timeouts.queryTimeoutMs / 2_000));
+  pool.on("connection", (conn) => {
+    watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs);
+    (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(`SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`, () => undefined);
+  });
   return {
     pool,
     description,

@@ -34,7 +34,9 @@ export const placeholders = (n: number): string => Array.from({ length: n }, () 
 
 const isRetryable = (err: unknown): boolean => {
   const code = (err as { code?: string }).code;
-  return code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT";
+  // Not a lock wait timeout: that already waited its full time, and waiting again
+  // several times over would hold the client far past any sensible deadline.
+  return code === "ER_LOCK_DEADLOCK";
 };
 
 /**
@@ -82,7 +84,10 @@ export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v
 export const optNum = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : num(v));
 export const optStr = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
 
-const UNAVAILABLE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_SERVER_SHUTDOWN", "ENOTFOUND"]);
+// A row lock still held when innodb_lock_wait_timeout runs out (set per session
+// below the statement watchdog, see db.ts) and a deadlock that kept recurring are
+// "busy, try again" too: 503, not 500.
+const UNAVAILABLE = new Set(["ER_LOCK_WAIT_TIMEOUT", "ER_LOCK_DEADLOCK", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_SERVER_SHUTDOWN", "ENOTFOUND"]);
 
 /**
  * Whether an error means the database cannot be reached (a 503, not a bug). mysql2
