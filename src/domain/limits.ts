@@ -23,6 +23,8 @@ export const limits = {
   /** Hard cap on serialised meta; 10 KB is the documented advice. */
   metaBytes: 1_048_576,
   metaProperties: 100,
+  /** Deepest nesting of meta (and any JSON document in a request), on every transport. */
+  metaDepth: 32,
   verifyKey: { min: 1, max: 512 },
   permissionQuery: { min: 1, max: 1000 },
   verifyCost: { min: 0, max: 1_000_000_000_000 },

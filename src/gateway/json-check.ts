@@ -9,6 +9,7 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { FieldError } from "../domain/errors.js";
+import { limits } from "../domain/limits.js";
 
 /** Fields whose JSON null means "unset" (an unlimited credit balance). */
 const NULL_MEANS_UNSET = new Set(["keyhold.v2.KeyCredits.remaining", "keyhold.v2.UpdateCreditsRequest.value"]);
@@ -35,6 +36,16 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 type Json = unknown;
 
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** `a.b` for a plain key, `a["x.y"]` for any other, so a location always names one field. */
+const join = (path: string, key: string): string => {
+  const step = IDENTIFIER.test(key) ? key : `[${JSON.stringify(key)}]`;
+  return path === "" || step.startsWith("[") ? `${path}${step}` : `${path}.${step}`;
+};
+
+const locationOf = (name: string): string => (name.startsWith("[") ? `body${name}` : `body.${name}`);
+
 function describeType(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
@@ -54,17 +65,17 @@ function scalarName(t: ScalarType): string {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** How deep a JSON document inside a request (meta) may nest. */
-export const MAX_JSON_DEPTH = 32;
+export const MAX_JSON_DEPTH = limits.metaDepth;
 
 /** Checks free-form JSON (meta): bounded nesting, well-formed strings, keys included. */
 function checkFreeJson(v: Json, name: string, errors: FieldError[], depth = 0): boolean {
   if (depth > MAX_JSON_DEPTH) {
-    errors.push({ location: `body.${name}`, message: `${name} nests deeper than ${MAX_JSON_DEPTH} levels.` });
+    errors.push({ location: locationOf(name), message: `${name} nests deeper than ${MAX_JSON_DEPTH} levels.` });
     return false;
   }
   if (typeof v === "string") {
     if (LONE_SURROGATE.test(v)) {
-      errors.push({ location: `body.${name}`, message: `${name} contains a string that is not valid Unicode (a lone surrogate).` });
+      errors.push({ location: locationOf(name), message: `${name} contains a string that is not valid Unicode (a lone surrogate).` });
       return false;
     }
     return true;
@@ -170,11 +181,11 @@ function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string
   for (const [k, z] of plan.defaults) out[k] = z();
   for (const key in obj) {
     const value = obj[key];
-    const name = path === "" ? key : `${path}.${key}`;
+    const name = join(path, key);
     const field = plan.byJsonName.get(key);
     if (field === undefined) {
       errors.push({
-        location: `body.${name}`,
+        location: locationOf(name),
         message: `${name} is not a known field of this request.`,
         fix: `Remove ${name}; the fields are: ${plan.names}.`,
       });
@@ -187,8 +198,8 @@ function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string
   }
   for (const key of plan.requiredNumbers) {
     if (obj[key] === undefined) {
-      const name = path === "" ? key : `${path}.${key}`;
-      errors.push({ location: `body.${name}`, message: `${name} is required.`, fix: `Send ${name} as an integer.` });
+      const name = join(path, key);
+      errors.push({ location: locationOf(name), message: `${name} is required.`, fix: `Send ${name} as an integer.` });
     }
   }
   return out;
@@ -202,20 +213,20 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
     const replacement = NULL_MEANS[fq];
     if (replacement !== undefined) return replacement();
     if (field.fieldKind === "message" && isNullableWrapper(field.message)) return {};
-    errors.push({ location: `body.${name}`, message: `${name} must not be null.`, fix: `Omit ${name} or send a value.` });
+    errors.push({ location: locationOf(name), message: `${name} must not be null.`, fix: `Omit ${name} or send a value.` });
     return undefined;
   }
   switch (field.fieldKind) {
     case "scalar":
       if (!checkScalar(field.scalar, value)) {
         const what = typeof value === "string" && field.scalar === ScalarType.STRING ? "a string with a lone surrogate" : describeType(value);
-        errors.push({ location: `body.${name}`, message: `${name} must be ${scalarName(field.scalar)}, not ${what}.` });
+        errors.push({ location: locationOf(name), message: `${name} must be ${scalarName(field.scalar)}, not ${what}.` });
         return undefined;
       }
       return INT64_TYPES.has(field.scalar) ? BigInt(value as number) : value;
     case "enum":
       if (typeof value !== "string") {
-        errors.push({ location: `body.${name}`, message: `${name} must be a string, not ${describeType(value)}.` });
+        errors.push({ location: locationOf(name), message: `${name} must be a string, not ${describeType(value)}.` });
         return undefined;
       }
       return value;
@@ -223,7 +234,7 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
       return checkMessageValue(field.message, value, name, errors);
     case "list": {
       if (!Array.isArray(value)) {
-        errors.push({ location: `body.${name}`, message: `${name} must be an array, not ${describeType(value)}.` });
+        errors.push({ location: locationOf(name), message: `${name} must be an array, not ${describeType(value)}.` });
         return undefined;
       }
       const items: Json[] = [];
@@ -231,12 +242,12 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
         const itemName = `${name}[${i}]`;
         if (field.listKind === "scalar") {
           if (!checkScalar(field.scalar, item)) {
-            errors.push({ location: `body.${itemName}`, message: `${itemName} must be ${scalarName(field.scalar)}, not ${describeType(item)}.` });
+            errors.push({ location: locationOf(itemName), message: `${itemName} must be ${scalarName(field.scalar)}, not ${describeType(item)}.` });
           } else items.push(INT64_TYPES.has(field.scalar) ? BigInt(item as number) : item);
         } else if (field.listKind === "message") {
           items.push(checkMessageValue(field.message, item, itemName, errors));
         } else {
-          if (typeof item !== "string") errors.push({ location: `body.${itemName}`, message: `${itemName} must be a string.` });
+          if (typeof item !== "string") errors.push({ location: locationOf(itemName), message: `${itemName} must be a string.` });
           else items.push(item);
         }
       });
@@ -244,7 +255,7 @@ function checkField(field: DescField, value: Json, name: string, errors: FieldEr
     }
     case "map":
       if (!isObject(value)) {
-        errors.push({ location: `body.${name}`, message: `${name} must be an object, not ${describeType(value)}.` });
+        errors.push({ location: locationOf(name), message: `${name} must be an object, not ${describeType(value)}.` });
         return undefined;
       }
       return value;
@@ -255,7 +266,7 @@ function checkMessageValue(desc: DescMessage, value: Json, name: string, errors:
   switch (desc.typeName) {
     case "google.protobuf.Struct":
       if (!isObject(value)) {
-        errors.push({ location: `body.${name}`, message: `${name} must be a JSON object, not ${describeType(value)}.` });
+        errors.push({ location: locationOf(name), message: `${name} must be a JSON object, not ${describeType(value)}.` });
         return undefined;
       }
       return checkFreeJson(value, name, errors) ? value : undefined;
@@ -269,7 +280,7 @@ function checkMessageValue(desc: DescMessage, value: Json, name: string, errors:
     return checked === undefined ? undefined : { value: checked };
   }
   if (!isObject(value)) {
-    errors.push({ location: `body.${name}`, message: `${name} must be an object, not ${describeType(value)}.` });
+    errors.push({ location: locationOf(name), message: `${name} must be an object, not ${describeType(value)}.` });
     return undefined;
   }
   return checkMessage(desc, value, name, errors);

@@ -39,7 +39,8 @@ function requireSomeIdentityGrant(p: Principal, action: string): void {
 /** Looks the identity up after the grant pre-check, then checks the grant on its id. */
 async function authorisedIdentity(deps: Deps, p: Principal, ref: string, action: string): Promise<IdentityRow> {
   requireSomeIdentityGrant(p, action);
-  const identity = await findLiveIdentity(deps.pool, p.workspaceId, ref);
+  // Ids and externalIds never end in a space, yet the collation would match `x ` to `x`: such a ref names nothing.
+  const identity = / $/.test(ref) ? undefined : await findLiveIdentity(deps.pool, p.workspaceId, ref);
   if (identity === undefined) throw identityNotFound();
   requireAny(p, identityPermission(identity.id, action));
   return identity;

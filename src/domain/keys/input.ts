@@ -28,8 +28,25 @@ export const validateKeyId = (v: Validator, keyId: string): void =>
 export const validateExternalId = (v: Validator, field: string, externalId: string | undefined): void =>
   v.string(field, externalId, { ...limits.externalId, pattern: EXTERNAL_ID_PATTERN, patternText: "^[a-zA-Z0-9_.-]+$" });
 
+/** How deep a JSON value nests below its top (0 for a scalar), counted without recursion and only up to `max + 1`. */
+function depthOf(value: unknown, max: number): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  for (let next = stack.pop(); next !== undefined && deepest <= max; next = stack.pop()) {
+    const [v, d] = next;
+    deepest = Math.max(deepest, d);
+    if (typeof v === "object" && v !== null) for (const x of Object.values(v)) stack.push([x, d + 1]);
+  }
+  return deepest;
+}
+
 export function validateMeta(v: Validator, field: string, meta: Record<string, unknown> | undefined): string | undefined {
   if (meta === undefined) return undefined;
+  // The JSON gateway refuses deeper documents before they get here; gRPC and Connect callers meet the same bound.
+  if (depthOf(meta, limits.metaDepth) > limits.metaDepth) {
+    v.add(field, `${field} nests deeper than ${limits.metaDepth} levels.`);
+    return undefined;
+  }
   const text = JSON.stringify(meta);
   if (Object.keys(meta).length > limits.metaProperties) {
     v.add(field, `${field} must have at most ${limits.metaProperties} properties (got ${Object.keys(meta).length}).`);
@@ -48,7 +65,8 @@ export function validateRoles(v: Validator, field: string, roles: readonly strin
 }
 
 export function validatePermissions(v: Validator, field: string, permissions: readonly string[]): void {
-  v.items(field, permissions, { maxItems: limits.permissions.maxItems, min: 1, max: 100 });
+  // Slugs are unique in a column whose collation ignores trailing spaces: `a ` would be stored as `a`'s twin.
+  v.items(field, permissions, { maxItems: limits.permissions.maxItems, min: 1, max: 100, noTrailingSpace: true });
 }
 
 /** Validates rate-limit configs and gives them ids; autoApply defaults to true (contract decision 5). */

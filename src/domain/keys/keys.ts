@@ -73,6 +73,9 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   if (input.recoverable) requireAny(p, apiPermission(input.apiId, "encrypt_key"));
   const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
   if (!api) throw apiNotFound();
+  // An unknown role refuses the request before anything is written (the vault may create the workspace's data key).
+  const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
+  if (roles.missing !== undefined) throw roleNotFound(roles.missing);
 
   const prefix = input.prefix ?? api.defaultPrefix;
   const byteLength = input.byteLength ?? api.defaultBytes ?? limits.byteLength.default;
@@ -80,8 +83,6 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   const hash = hashKey(key);
   const encrypted = input.recoverable ? await deps.vault.encrypt(p.workspaceId, key) : undefined;
 
-  const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
-  if (roles.missing !== undefined) throw roleNotFound(roles.missing);
   // Shared rows (the identity, auto-created permission slugs) are made first, each
   // committed on its own: concurrent requests creating the same one then find it,
   // instead of missing it in their transaction's snapshot.
@@ -207,7 +208,8 @@ export async function listKeys(deps: Deps, p: Principal, input: ListKeysInput): 
   if (!api) throw apiNotFound();
   let identityId: string | undefined;
   if (input.externalId !== undefined) {
-    identityId = await findLiveIdentityIdByExternalId(deps.pool, p.workspaceId, input.externalId);
+    // An externalId never ends in a space, yet the collation would match `x ` to `x`.
+    identityId = / $/.test(input.externalId) ? undefined : await findLiveIdentityIdByExternalId(deps.pool, p.workspaceId, input.externalId);
     if (identityId === undefined) return { keys: [], cursor: undefined };
   }
   const page = await listLiveKeys(deps.pool, {

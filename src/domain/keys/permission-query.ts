@@ -33,8 +33,12 @@ function tokenize(input: string): Token[] {
       const upper = text.toUpperCase();
       tokens.push({ type: upper === "AND" ? "and" : upper === "OR" ? "or" : "perm", text, pos: start });
     } else {
+      // The whole character, never half of a surrogate pair: the detail must stay well-formed
+      // text (gRPC sends it in a header, and grpc-js cannot encode a lone surrogate).
+      const cp = input.codePointAt(i) as number;
+      const ch = cp >= 0xd800 && cp <= 0xdfff ? "\ufffd" : String.fromCodePoint(cp);
       throw syntaxError(
-        `Invalid character '${c}' found in query at position ${i}. Permissions may use letters, digits, '.', '_', '-', '*', ':' and '/'.`,
+        `Invalid character '${ch}' found in query at position ${i}. Permissions may use letters, digits, '.', '_', '-', '*', ':' and '/'.`,
       );
     }
   }

@@ -75,16 +75,17 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     throw invalidField("credits.remaining", "`credits.remaining` must be provided when `credits.refill` is set.");
   }
 
-  // Shared rows first, each committed on its own (see createKey).
-  const identityId =
-    input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
-  const permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  // An unknown role refuses the request before anything is written.
   let roleIds: string[] | undefined;
   if (input.roles !== undefined) {
     const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
     if (roles.missing !== undefined) throw roleNotFound(roles.missing);
     roleIds = roles.ids;
   }
+  // Shared rows first, each committed on its own (see createKey).
+  const identityId =
+    input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
+  const permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
 
   await transaction(deps.pool, async (conn) => {
     // Lock the key row so concurrent updates apply one after the other.

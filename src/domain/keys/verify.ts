@@ -84,14 +84,11 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   const query: Query | undefined = input.permissions === undefined ? undefined : parseQueryCached(input.permissions);
 
   const now = deps.clock.now();
-  deps.usage.record(key.id, now);
-  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[] = []): VerifyOutcome => ({
-    valid: code === "VALID",
-    code,
-    key,
-    credits,
-    ratelimits,
-  });
+  // Every outcome counts as a use; a request refused with an error (an unknown rate limit, 412) does not.
+  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[] = []): VerifyOutcome => {
+    deps.usage.record(key.id, now);
+    return { valid: code === "VALID", code, key, credits, ratelimits };
+  };
 
   // A refused verification spends nothing but still reports the balance (§5.1).
   const refused = async (code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED", ratelimits: RatelimitOutcome[] = []) =>
