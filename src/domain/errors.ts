@@ -60,8 +60,21 @@ export class AppError extends Error {
   }
 }
 
+/** At most this many field errors in one answer: 10,000 bad fields must not become megabytes of errors. */
+const MAX_FIELD_ERRORS = 100;
+
 export const invalidInput = (errors: FieldError[]): AppError =>
-  new AppError("err:svc:application:invalid_input", errors[0]?.message ?? "The request is invalid.", errors);
+  new AppError(
+    "err:svc:application:invalid_input",
+    errors[0]?.message ?? "The request is invalid.",
+    errors.length <= MAX_FIELD_ERRORS
+      ? errors
+      : [
+          ...errors.slice(0, MAX_FIELD_ERRORS),
+          // Where the first unlisted problem is, and how many more there are.
+          { location: errors[MAX_FIELD_ERRORS]?.location ?? "body", message: `${errors.length - MAX_FIELD_ERRORS} more problems, from here on, are not listed.` },
+        ],
+  );
 
 /** A single-field 400 raised by a business rule. */
 export const invalidField = (field: string, message: string, fix?: string): AppError =>

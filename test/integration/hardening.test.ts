@@ -121,4 +121,14 @@ describe("hardening", () => {
     const role = await h.post("/v2/permissions.getRole", { role: "racer" }, rk);
     expect(role.body.data.permissions.map((x: { slug: string }) => x.slug)).toEqual(["vanish.me"]);
   });
+
+  it("10,000 unknown fields get a bounded answer: 100 field errors and one saying how many more", async () => {
+    const rk = await h.rootKey(["*"]);
+    const body = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i]));
+    const res = await h.post("/v2/apis.createApi", body, rk);
+    expectInvalid(h, res, "f0");
+    expect(res.body.error.errors).toHaveLength(101);
+    expect(res.body.error.errors[100]).toEqual({ location: "body.f100", message: "9900 more problems, from here on, are not listed." });
+    expect(res.text.length).toBeLessThan(JSON.stringify(body).length);
+  });
 });

@@ -1,0 +1,34 @@
+// The fuzz suites' stored-data check must itself see changes, or "a refused
+// request changed nothing" would pass vacuously.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { api, key } from "../fixtures.js";
+import { useHarness } from "../harness.js";
+import { DataGuard } from "./guard.js";
+
+describe("DataGuard", () => {
+  const h = useHarness();
+  let guard: DataGuard;
+  let rk: string;
+
+  beforeAll(async () => {
+    guard = await DataGuard.open(h);
+    rk = await h.rootKey(["*"]);
+  });
+  afterAll(() => guard?.close());
+
+  it("names the tables a request changed, through the pool and inside transactions", async () => {
+    const { changed } = await guard.run(() => h.post("/v2/keys.createKey", { apiId: "x" }, rk).then(() => api(h, rk)), () => true);
+    expect(changed.sort()).toEqual(["apis", "key_auth"]);
+  });
+
+  it("sees an in-place update of one column (a last-used time written behind)", async () => {
+    const k = await key(h, rk, await api(h, rk));
+    const { changed } = await guard.run(() => h.post("/v2/keys.verifyKey", { key: k.key }, rk), () => true);
+    expect(changed).toEqual(["keys"]);
+  });
+
+  it("reports nothing for reads, or for an answer that was not a refusal", async () => {
+    expect((await guard.run(() => h.post("/v2/permissions.listRoles", {}, rk), () => true)).changed).toEqual([]);
+    expect((await guard.run(() => api(h, rk), () => false)).changed).toEqual([]);
+  });
+});
