@@ -11,6 +11,7 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { Deps } from "../domain/deps.js";
+import { invalidInput } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { invokeRpc } from "../server/connect.js";
 import type { ServiceEntry } from "../services/types.js";
@@ -29,8 +30,21 @@ function statusDetails(code: number, message: string, err: ConnectError): Buffer
   return Buffer.from(w.finish());
 }
 
+/** Bytes that did not decode as the request message: refused as invalid input, after authentication. */
+class Undecodable {
+  constructor(readonly reason: string) {}
+}
+
+const undecodable = (typeName: string, u: Undecodable) => async (): Promise<never> => {
+  throw invalidInput([{ location: "body", message: `The request is not a valid ${typeName} message: ${u.reason}` }]);
+};
+
+/** grpc-js percent-encodes the status message and cannot encode a lone surrogate: the call would never end. */
+const wellFormed = (s: string): string => s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+
 function toServiceError(err: unknown): grpc.ServiceError {
   const ce = ConnectError.from(err);
+  const message = wellFormed(ce.rawMessage);
   const metadata = new grpc.Metadata();
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (detail) {
@@ -38,8 +52,8 @@ function toServiceError(err: unknown): grpc.ServiceError {
     metadata.set("request-id", detail.requestId);
   }
   // Connect's codes are gRPC's codes, number for number.
-  metadata.set("grpc-status-details-bin", statusDetails(ce.code, ce.rawMessage, ce));
-  return Object.assign(new Error(ce.rawMessage), { code: ce.code as number, details: ce.rawMessage, metadata }) as grpc.ServiceError;
+  metadata.set("grpc-status-details-bin", statusDetails(ce.code, message, ce));
+  return Object.assign(new Error(message), { code: ce.code as number, details: message, metadata }) as grpc.ServiceError;
 }
 
 function definition(deps: Deps, docsBase: string, service: DescService, ops: ServiceEntry["ops"]) {
@@ -53,7 +67,14 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
       requestStream: false,
       responseStream: false,
       requestSerialize: (msg: never) => Buffer.from(toBinary(m.input, msg)),
-      requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
+      // A throw here would make grpc-js answer INTERNAL with no error code.
+      requestDeserialize: (buf: Buffer) => {
+        try {
+          return fromBinary(m.input, buf);
+        } catch (err) {
+          return new Undecodable((err as Error).message);
+        }
+      },
       responseSerialize: (msg: never) => Buffer.from(toBinary(m.output, create(m.output, msg))),
       responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
       originalName: m.localName,
@@ -71,7 +92,7 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
         deps,
         docsBase,
         `${service.typeName}/${m.name}`,
-        op,
+        call.request instanceof Undecodable ? undecodable(m.input.typeName, call.request) : op,
         call.request,
         typeof auth === "string" ? auth : undefined,
         requestId,
