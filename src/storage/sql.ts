@@ -95,7 +95,7 @@ const UNAVAILABLE = new Set(["ER_LOCK_WAIT_TIMEOUT", "ER_LOCK_DEADLOCK", "ECONNR
  * statement sent on a connection that was already closed.
  */
 export const isDatabaseUnavailable = (err: unknown): boolean =>
-  UNAVAILABLE.has(String((err as { code?: string }).code)) || (err as { fatal?: unknown }).fatal === true;
+  typeof err === "object" && err !== null && (UNAVAILABLE.has(String((err as { code?: string }).code)) || (err as { fatal?: unknown }).fatal === true);
 
 /** Rows grouped by the string value of one column, each row mapped by f. */
 export function groupBy<T>(rs: readonly Row[], column: string, f: (r: Row) => T): Map<string, T[]> {

@@ -48,14 +48,7 @@ describe("database outage under load", () => {
   let keys: Client;
 
   /** A proxy in front of this file's database, and the database URL through it. */
-  const proxied = async (): Promise<{ proxy: TcpProxy; url: string }> => {
-    const direct = new URL(h.config.databaseUrl ?? "");
-    const p = await TcpProxy.start(direct.hostname, Number(direct.port || 3306));
-    const url = new URL(direct);
-    url.hostname = "127.0.0.1";
-    url.port = String(p.port);
-    return { proxy: p, url: url.toString() };
-  };
+  const proxied = (): Promise<{ proxy: TcpProxy; url: string }> => TcpProxy.inFrontOf(h.config.databaseUrl ?? "");
 
   beforeAll(async () => {
     const through = await proxied();

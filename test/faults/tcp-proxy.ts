@@ -22,17 +22,35 @@ export class TcpProxy {
     readonly port: number,
     private readonly targetHost: string,
     private readonly targetPort: number,
+    private readonly targetPath?: string,
   ) {}
 
-  /** Listens on a free port of 127.0.0.1 and forwards to host:port. */
-  static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  /**
+   * A proxy in front of a mysql:// URL's server (host:port, or the unix socket of
+   * a `socketPath` parameter, as the tests' private server has), and that URL
+   * rewritten to go through it.
+   */
+  static async inFrontOf(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+    const direct = new URL(databaseUrl);
+    const socketPath = direct.searchParams.get("socketPath") ?? direct.searchParams.get("socket") ?? undefined;
+    const proxy = await TcpProxy.start(direct.hostname, Number(direct.port || 3306), socketPath);
+    const url = new URL(direct);
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    url.searchParams.delete("socketPath");
+    url.searchParams.delete("socket");
+    return { proxy, url: url.toString() };
+  }
+
+  /** Listens on a free port of 127.0.0.1 and forwards to host:port (or to a unix socket path). */
+  static async start(targetHost: string, targetPort: number, targetPath?: string): Promise<TcpProxy> {
     const probe = net.createServer();
     const port = await new Promise<number>((resolve, reject) => {
       probe.once("error", reject);
       probe.listen(0, "127.0.0.1", () => resolve((probe.address() as net.AddressInfo).port));
     });
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const proxy = new TcpProxy(port, targetHost, targetPort);
+    const proxy = new TcpProxy(port, targetHost, targetPort, targetPath);
     await proxy.listen();
     return proxy;
   }
@@ -83,7 +101,7 @@ export class TcpProxy {
       pair.dead = true;
       return;
     }
-    const upstream = net.connect(this.targetPort, this.targetHost);
+    const upstream = this.targetPath === undefined ? net.connect(this.targetPort, this.targetHost) : net.connect(this.targetPath);
     pair.upstream = upstream;
     // The database hanging up is passed on, unless the pair is blackholed (then the client hears nothing).
     const upstreamGone = () => {
