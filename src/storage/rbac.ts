@@ -6,6 +6,7 @@
 // trailing spaces: a lookup by name or id is therefore re-checked exactly in
 // JS, so `admin ` never finds the role `admin`.
 import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, retryingDeadlocks, type Row, rows } from "./sql.js";
+import { lockExisting } from "./relations.js";
 
 export interface PermissionRow {
   id: string;
@@ -170,20 +171,19 @@ export async function roleNameTaken(db: Queryable, workspaceId: string, name: st
 }
 
 /**
- * Attaches these permissions to the role. The INSERT reads the permission rows
- * with a locking read, so a permission deleted concurrently is either removed
- * from the role by that delete or not attached at all: never a dangling link.
- * Returns how many were attached.
+ * Attaches these permissions to the role, those that still exist, share-locked
+ * so a concurrent delete waits for this transaction (never a dangling link).
+ * Returns how many exist.
  */
 export async function linkRolePermissions(db: Queryable, workspaceId: string, roleId: string, permissionIds: readonly string[], now: number): Promise<number> {
-  if (permissionIds.length === 0) return 0;
-  const res = await exec(
+  const live = await lockExisting(db, "permissions", workspaceId, permissionIds);
+  if (live.length === 0) return 0;
+  await exec(
     db,
-    `INSERT IGNORE INTO roles_permissions (role_id, permission_id, workspace_id, created_at_m)
-     SELECT ?, id, ?, ? FROM permissions WHERE workspace_id = ? AND id IN (${placeholders(permissionIds.length)})`,
-    [roleId, workspaceId, now, workspaceId, ...permissionIds],
+    `INSERT IGNORE INTO roles_permissions (role_id, permission_id, workspace_id, created_at_m) VALUES ${live.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    live.flatMap((id) => [roleId, id, workspaceId, now]),
   );
-  return res.affectedRows;
+  return live.length;
 }
 
 async function withPermissions(db: Queryable, base: Row[]): Promise<RoleRow[]> {

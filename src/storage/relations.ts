@@ -71,20 +71,48 @@ export async function findRoles(
   return { ids: [...byName.values()], missing: unique.find((n) => !byName.has(n)) };
 }
 
-export async function linkPermissions(db: Queryable, workspaceId: string, keyId: string, permissionIds: string[], now: number): Promise<void> {
-  if (permissionIds.length === 0) return;
-  await exec(
-    db,
-    `INSERT IGNORE INTO keys_permissions (key_id, permission_id, workspace_id, created_at_m) VALUES ${permissionIds.map(() => "(?, ?, ?, ?)").join(", ")}`,
-    permissionIds.flatMap((p) => [keyId, p, workspaceId, now]),
-  );
+/**
+ * The ids among these that still exist, share-locked until the transaction ends,
+ * so they cannot be deleted before the links made to them commit. (A locking
+ * read then plain INSERTs, not INSERT ... SELECT: concurrent INSERT ... SELECTs
+ * into an AUTO_INCREMENT table fail on MariaDB with "Failed to read
+ * auto-increment value from storage engine".)
+ */
+export async function lockExisting(db: Queryable, table: "permissions" | "roles", workspaceId: string, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const found = await rows(db, `SELECT id FROM ${table} WHERE workspace_id = ? AND id IN (${placeholders(ids.length)}) LOCK IN SHARE MODE`, [
+    workspaceId,
+    ...ids,
+  ]);
+  return found.map((r) => String(r.id));
 }
 
-export async function linkRoles(db: Queryable, workspaceId: string, keyId: string, roleIds: string[], now: number): Promise<void> {
-  if (roleIds.length === 0) return;
+/**
+ * Attaches these permissions to the key, those that still exist (never a
+ * dangling link). Returns how many exist; fewer than asked means some were deleted.
+ */
+export async function linkPermissions(db: Queryable, workspaceId: string, keyId: string, permissionIds: string[], now: number): Promise<number> {
+  const live = await lockExisting(db, "permissions", workspaceId, permissionIds);
+  if (live.length === 0) return 0;
   await exec(
     db,
-    `INSERT IGNORE INTO keys_roles (key_id, role_id, workspace_id, created_at_m) VALUES ${roleIds.map(() => "(?, ?, ?, ?)").join(", ")}`,
-    roleIds.flatMap((r) => [keyId, r, workspaceId, now]),
+    `INSERT IGNORE INTO keys_permissions (key_id, permission_id, workspace_id, created_at_m) VALUES ${live.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    live.flatMap((p) => [keyId, p, workspaceId, now]),
   );
+  return live.length;
 }
+
+/** Attaches these roles to the key, as linkPermissions does permissions; returns how many were attached. */
+export async function linkRoles(db: Queryable, workspaceId: string, keyId: string, roleIds: string[], now: number): Promise<number> {
+  const live = await lockExisting(db, "roles", workspaceId, roleIds);
+  if (live.length === 0) return 0;
+  await exec(
+    db,
+    `INSERT IGNORE INTO keys_roles (key_id, role_id, workspace_id, created_at_m) VALUES ${live.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    live.flatMap((r) => [keyId, r, workspaceId, now]),
+  );
+  return live.length;
+}
+
+/** A permission or role deleted between being looked up and being attached to a key. */
+export class RelationVanished extends Error {}

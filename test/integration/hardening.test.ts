@@ -2,7 +2,7 @@
 // data, accepted a missing value as 0, or could stall the process.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { api, expectInvalid, key, verify } from "../fixtures.js";
+import { api, expectError, expectInvalid, key, verify } from "../fixtures.js";
 
 describe("hardening", () => {
   const h = useHarness();
@@ -91,7 +91,7 @@ describe("hardening", () => {
 
   it("createRole still gets a permission that a concurrent deletePermission removed before it was attached", async () => {
     const rk = await h.rootKey(["*"]);
-    // Between ensuring the permission and attaching it, delete it from another connection.
+    // Between ensuring the permission and attaching it (just before the locking read), delete it from another connection.
     type Conn = Record<"query" | "execute", (sql: unknown, ...rest: unknown[]) => Promise<unknown>>;
     const pool = h.db.pool as unknown as { getConnection: () => Promise<Conn> };
     const getConnection = pool.getConnection;
@@ -101,7 +101,7 @@ describe("hardening", () => {
       for (const m of ["query", "execute"] as const) {
         const run = conn[m];
         conn[m] = async (sql, ...rest) => {
-          if (deleted === 0 && typeof sql === "string" && sql.includes("INTO roles_permissions")) {
+          if (deleted === 0 && typeof sql === "string" && sql.includes("FROM permissions") && sql.includes("LOCK IN SHARE MODE")) {
             deleted++;
             await h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = 'vanish.me'", [h.workspaceId]);
           }
@@ -130,5 +130,65 @@ describe("hardening", () => {
     expect(res.body.error.errors).toHaveLength(101);
     expect(res.body.error.errors[100]).toEqual({ location: "body.f100", message: "9900 more problems, from here on, are not listed." });
     expect(res.text.length).toBeLessThan(JSON.stringify(body).length);
+  });
+
+  /** Runs `del` (from another connection) just before the locking read that precedes linking rows of `table` to a key. */
+  function deleteBeforeLink(table: "permissions" | "roles", del: () => Promise<unknown>): { restore: () => void; count: () => number } {
+    type Conn = Record<"query" | "execute", (sql: unknown, ...rest: unknown[]) => Promise<unknown>>;
+    const pool = h.db.pool as unknown as { getConnection: () => Promise<Conn> };
+    const getConnection = pool.getConnection;
+    let deleted = 0;
+    pool.getConnection = async () => {
+      const conn = await getConnection.call(pool);
+      for (const m of ["query", "execute"] as const) {
+        const run = conn[m];
+        conn[m] = async (sql, ...rest) => {
+          if (deleted === 0 && typeof sql === "string" && sql.includes(`FROM ${table} `) && sql.includes("LOCK IN SHARE MODE")) {
+            deleted++;
+            await del();
+          }
+          return run.call(conn, sql, ...rest);
+        };
+      }
+      return conn;
+    };
+    return { restore: () => (pool.getConnection = getConnection), count: () => deleted };
+  }
+
+  it.each(["createKey", "updateKey"])("%s still gets a permission that a concurrent deletePermission removed before it was attached", async (op) => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const existing = op === "updateKey" ? await key(h, rk, apiId) : undefined;
+    const slug = `vanish.${op}`;
+    const hook = deleteBeforeLink("permissions", () => h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = ?", [h.workspaceId, slug]));
+    let res;
+    try {
+      res = existing === undefined
+        ? await h.post("/v2/keys.createKey", { apiId, permissions: [slug] }, rk)
+        : await h.post("/v2/keys.updateKey", { keyId: existing.keyId, permissions: [slug] }, rk);
+    } finally {
+      hook.restore();
+    }
+    expect(hook.count()).toBe(1);
+    expect(res.status, res.text).toBe(200);
+    const keyId = existing?.keyId ?? res.body.data.keyId;
+    const got = await h.post("/v2/keys.getKey", { keyId }, rk);
+    expect(got.body.data.permissions).toEqual([slug]);
+  });
+
+  it("createKey with a role deleted while the key was being created answers 404 for the role, not a 200 without it", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    expect((await h.post("/v2/permissions.createRole", { name: "doomed" }, rk)).status).toBe(200);
+    const hook = deleteBeforeLink("roles", () => h.post("/v2/permissions.deleteRole", { role: "doomed" }, rk));
+    let res;
+    try {
+      res = await h.post("/v2/keys.createKey", { apiId, name: "with-role", roles: ["doomed"] }, rk);
+    } finally {
+      hook.restore();
+    }
+    expect(hook.count()).toBe(1);
+    expectError(h, res, 404, "err:svc:data:role_not_found");
+    expect((await h.post("/v2/apis.listKeys", { apiId }, rk)).body.data).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import {
   findRoles,
   linkPermissions,
   linkRoles,
+  RelationVanished,
   upsertIdentity,
 } from "../../storage/relations.js";
 import { deleteKeyRow, findEncryptedKeys, insertEncryptedKey, softDeleteKey } from "../../storage/key-admin.js";
@@ -87,7 +88,9 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   // committed on its own: concurrent requests creating the same one then find it,
   // instead of missing it in their transaction's snapshot.
   const identityId = input.externalId === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId, now);
-  const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  let permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  let roleIds = roles.ids;
+  const slugCount = new Set(input.permissions).size;
 
   for (let attempt = 0; ; attempt++) {
     const keyId = newId("key", now);
@@ -114,13 +117,22 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
           now,
         });
         await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
-        await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now);
-        await linkRoles(conn, p.workspaceId, keyId, roles.ids, now);
+        const linked = (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
+        // A permission or role deleted concurrently since it was looked up: roll back and look again.
+        if (permissionIds.length < slugCount || linked < permissionIds.length + roleIds.length) throw new RelationVanished();
         if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
       });
       deps.keyCache.delete(hash);
       return { keyId, key };
     } catch (err) {
+      if (err instanceof RelationVanished) {
+        if (attempt >= 3) throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being created; try again.");
+        permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+        const again = await findRoles(deps.pool, p.workspaceId, input.roles);
+        if (again.missing !== undefined) throw roleNotFound(again.missing);
+        roleIds = again.ids;
+        continue;
+      }
       // An id collision is retried with a new id; the key itself stays.
       if (isDuplicateKey(err) && attempt < 4 && String((err as Error).message).includes("keys_id")) continue;
       throw err;

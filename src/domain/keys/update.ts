@@ -4,11 +4,11 @@
 import { findLiveKeyById, insertKeyRow } from "../../storage/keys.js";
 import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, replaceRatelimits, updateKeyColumns } from "../../storage/key-updates.js";
 import { insertEncryptedKey } from "../../storage/key-admin.js";
-import { ensurePermissions, findRoles, linkPermissions, linkRoles, upsertIdentity } from "../../storage/relations.js";
+import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
 import { one, transaction } from "../../storage/sql.js";
 import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { invalidField } from "../errors.js";
+import { AppError, invalidField } from "../errors.js";
 import { newId } from "../ids.js";
 import { MAX_EXPIRES, MAX_SAFE, limits } from "../limits.js";
 import { Validator } from "../validate.js";
@@ -85,9 +85,10 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
   // Shared rows first, each committed on its own (see createKey).
   const identityId =
     input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
-  const permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  let permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  const slugCount = new Set(input.permissions).size;
 
-  await transaction(deps.pool, async (conn) => {
+  const apply = () => transaction(deps.pool, async (conn) => {
     // Lock the key row so concurrent updates apply one after the other.
     await one(conn, "SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [key.id]);
     const cols: Record<string, string | number | boolean | null> = {};
@@ -114,15 +115,36 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     }
     await updateKeyColumns(conn, key.id, cols, now);
     if (ratelimits !== undefined) await replaceRatelimits(conn, { workspaceId: p.workspaceId, keyId: key.id }, ratelimits, now);
+    let linked = 0;
+    let wanted = 0;
     if (permissionIds !== undefined) {
       await clearKeyPermissions(conn, key.id);
-      await linkPermissions(conn, p.workspaceId, key.id, permissionIds, now);
+      linked += await linkPermissions(conn, p.workspaceId, key.id, permissionIds, now);
+      wanted += slugCount;
     }
     if (roleIds !== undefined) {
       await clearKeyRoles(conn, key.id);
-      await linkRoles(conn, p.workspaceId, key.id, roleIds, now);
+      linked += await linkRoles(conn, p.workspaceId, key.id, roleIds, now);
+      wanted += roleIds.length;
     }
+    // A permission or role deleted concurrently since it was looked up: roll back and look again.
+    if (linked < wanted) throw new RelationVanished();
   });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await apply();
+      break;
+    } catch (err) {
+      if (!(err instanceof RelationVanished)) throw err;
+      if (attempt >= 3) throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being updated; try again.");
+      if (input.permissions !== undefined) permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+      if (input.roles !== undefined) {
+        const again = await findRoles(deps.pool, p.workspaceId, input.roles);
+        if (again.missing !== undefined) throw roleNotFound(again.missing);
+        roleIds = again.ids;
+      }
+    }
+  }
   await deps.invalidate("key", key.id);
 }
 
