@@ -71,3 +71,33 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+export interface ProcessRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a node script of the checkout (e.g. bin/keyhold.js) to its end with exactly this environment. */
+export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<ProcessRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** This process's environment without the key-encryption settings (so a test states its own). */
+export function envWithoutKeys(): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of ["KEYHOLD_ENCRYPTION_KEY", "KEYHOLD_PREVIOUS_ENCRYPTION_KEYS", "KEYHOLD_ENV", "NODE_ENV"]) delete base[name];
+  return base;
+}

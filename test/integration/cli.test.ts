@@ -2,15 +2,15 @@
 // harness's own database: one JSON line on stdout per command, progress on
 // stderr, usage errors exit 2. Root keys it creates work against the server; a
 // revoke reaches a running server through the cache_invalidations table.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectOk, show, uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
+import { runScript } from "../server-process.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const BIN = path.join(ROOT, "bin", "keyhold.js");
 
 interface Run {
   code: number | null;
@@ -21,25 +21,8 @@ interface Run {
 describe("keyhold CLI", () => {
   const h = useHarness();
 
-  function cli(args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
-  }
+  const cli = (args: string[]): Promise<Run> =>
+    runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" });
 
   /** Exactly one line on stdout, and it is JSON. */
   function jsonLine(run: Run): Record<string, unknown> {

@@ -91,32 +91,14 @@ describe("hardening", () => {
 
   it("createRole still gets a permission that a concurrent deletePermission removed before it was attached", async () => {
     const rk = await h.rootKey(["*"]);
-    // Between ensuring the permission and attaching it (just before the locking read), delete it from another connection.
-    type Conn = Record<"query" | "execute", (sql: unknown, ...rest: unknown[]) => Promise<unknown>>;
-    const pool = h.db.pool as unknown as { getConnection: () => Promise<Conn> };
-    const getConnection = pool.getConnection;
-    let deleted = 0;
-    pool.getConnection = async () => {
-      const conn = await getConnection.call(pool);
-      for (const m of ["query", "execute"] as const) {
-        const run = conn[m];
-        conn[m] = async (sql, ...rest) => {
-          if (deleted === 0 && typeof sql === "string" && sql.includes("FROM permissions") && sql.includes("LOCK IN SHARE MODE")) {
-            deleted++;
-            await h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = 'vanish.me'", [h.workspaceId]);
-          }
-          return run.call(conn, sql, ...rest);
-        };
-      }
-      return conn;
-    };
+    const hook = deleteBeforeLink("permissions", () => h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = 'vanish.me'", [h.workspaceId]));
     let res;
     try {
       res = await h.post("/v2/permissions.createRole", { name: "racer", permissions: ["vanish.me"] }, rk);
     } finally {
-      pool.getConnection = getConnection;
+      hook.restore();
     }
-    expect(deleted).toBe(1);
+    expect(hook.count()).toBe(1);
     expect(res.status, res.text).toBe(200);
     const role = await h.post("/v2/permissions.getRole", { role: "racer" }, rk);
     expect(role.body.data.permissions.map((x: { slug: string }) => x.slug)).toEqual(["vanish.me"]);

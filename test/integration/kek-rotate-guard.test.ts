@@ -1,33 +1,15 @@
 // `keyhold encryption-key rotate` run without KEYHOLD_ENCRYPTION_KEY (found in review):
 // it must refuse, not rewrap every data key under a machine-local key file.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { generateEncryptionKey } from "../../src/server/encryption-key.js";
 import { DatabaseVault, Keyring, kekId } from "../../src/storage/vault.js";
 import { useHarness } from "../harness.js";
-import { ROOT } from "../server-process.js";
+import { envWithoutKeys, runScript } from "../server-process.js";
 
 const K1 = generateEncryptionKey();
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const base = { ...process.env };
-    for (const name of ["KEYHOLD_ENCRYPTION_KEY", "KEYHOLD_PREVIOUS_ENCRYPTION_KEYS", "KEYHOLD_ENV", "NODE_ENV"]) delete base[name];
-    const child = spawn(process.execPath, [path.join(ROOT, "bin/keyhold.js"), ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: Record<string, string>) => runScript("bin/keyhold.js", args, { ...envWithoutKeys(), ...env });
 
 describe("encryption-key rotate", () => {
   const h = useHarness();

@@ -3,8 +3,6 @@
 // harness database, as servers mid-rotation would; `keyhold encryption-key rotate`
 // runs as the real CLI process. Also: production refuses to start without a key,
 // and the development fallback says so at warn.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { VaultUnavailableError } from "../../src/domain/keys/vault.js";
 import { isEncryptionKey } from "../../src/server/config.js";
@@ -12,7 +10,7 @@ import { generateEncryptionKey } from "../../src/server/encryption-key.js";
 import { DatabaseVault, Keyring, kekId, rewrapDataKeys } from "../../src/storage/vault.js";
 import { expectOk, show, uid } from "../contract/shared/helpers.js";
 import { type Instance, type Res, useHarness } from "../harness.js";
-import { ROOT, ensureBuilt, startServer } from "../server-process.js";
+import { ensureBuilt, envWithoutKeys, runScript, startServer } from "../server-process.js";
 
 const K1 = generateEncryptionKey();
 const K2 = generateEncryptionKey();
@@ -27,23 +25,8 @@ interface Run {
 }
 
 /** Runs a built entry point (dist/…) with exactly these keyhold variables on top of the environment. */
-function run(script: string, args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const base = { ...process.env };
-    for (const name of ["KEYHOLD_ENCRYPTION_KEY", "KEYHOLD_PREVIOUS_ENCRYPTION_KEYS", "KEYHOLD_ENV", "NODE_ENV"]) delete base[name];
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...base, LOG_LEVEL: "silent", ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (script: string, args: string[], env: Record<string, string>): Promise<Run> =>
+  runScript(script, args, { ...envWithoutKeys(), LOG_LEVEL: "silent", ...env });
 
 describe("key-encryption key rotation", () => {
   const h = useHarness();

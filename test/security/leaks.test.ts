@@ -6,15 +6,13 @@
 // sent: all the process (and the CLI) wrote, every row of every table, and every
 // answer except the ones whose job is to return a key. A positive control shows
 // the search finds a key where one is meant to be.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
-import { ROOT, type ServerProcess, startServer } from "../server-process.js";
+import { runScript, type ServerProcess, startServer } from "../server-process.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
 type Json = any;
@@ -35,7 +33,6 @@ interface Secret {
   value: string;
 }
 
-const BIN = path.join(ROOT, "bin", "keyhold.js");
 
 /** The whole key and the secret part after its prefix (a prefix alone is not secret). */
 function secretsOf(label: string, key: string): Secret[] {
@@ -75,25 +72,8 @@ describe("plaintext keys and root keys never reach logs, errors or the database"
   const created: Array<{ label: string; key: string }> = [];
   let cliStdoutWithKey = "";
 
-  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "trace", KEYHOLD_ENCRYPTION_KEY: kek },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
-  }
+  const cli = (args: string[]) =>
+    runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "trace", KEYHOLD_ENCRYPTION_KEY: kek });
 
   async function send(p: string, body: unknown, auth: string | undefined, opts: { returnsKey?: boolean; headers?: Record<string, string> } = {}): Promise<Json> {
     const res = await fetch(`${server.url}/v2/${p}`, {
