@@ -43,8 +43,11 @@ async function main(): Promise<void> {
     await db.close();
     process.exit(0);
   };
-  process.once("SIGTERM", early);
-  process.once("SIGINT", early);
+  // `on`, not `once`: under `npm start` the signal arrives twice (npm forwards the
+  // one its process group got), and a second one with no listener would kill the
+  // process mid-drain.
+  process.on("SIGTERM", early);
+  process.on("SIGINT", early);
 
   await migrate(db.pool, (line) => log.info(line));
   const runtime = buildDeps(config, db.pool, log);
@@ -87,8 +90,8 @@ async function main(): Promise<void> {
     log.info("stopped");
     process.exit(0);
   };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
 /** Resolves once the event loop has polled its sockets again, so bytes that arrived before now have been read. */
