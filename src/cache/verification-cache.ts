@@ -35,6 +35,8 @@ export class RecordCache<T extends object> {
    * served from (or kept in) the cache: every read goes to the database.
    */
   bypass = false;
+  /** Counted for /metrics: lookups answered here, lookups that were not, records evicted for room. */
+  readonly stats = { hits: 0, misses: 0, evictions: 0 };
 
   constructor(opts: CacheOptions, private readonly sizeOf: (v: T) => number) {
     this.misses = new LRUCache<string, true>({ max: opts.maxMisses ?? 100_000, ttl: opts.negativeTtlMs });
@@ -43,15 +45,29 @@ export class RecordCache<T extends object> {
       maxSize: opts.maxBytes,
       sizeCalculation: (entry, key) => key.length + Math.max(1, this.sizeOf(entry.value as T)),
       ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
-      dispose: (entry, key) => this.untag(key, entry.tags),
+      dispose: (entry, key, reason) => {
+        if (reason === "evict") this.stats.evictions++;
+        this.untag(key, entry.tags);
+      },
     });
   }
 
   get(hash: string): Cached<T> | undefined {
-    if (this.bypass) return undefined;
+    if (this.bypass) {
+      this.stats.misses++;
+      return undefined;
+    }
     const entry = this.lru.get(hash);
-    if (entry !== undefined) return entry.value;
-    return this.misses.get(hash) === true ? MISS : undefined;
+    if (entry !== undefined) {
+      this.stats.hits++;
+      return entry.value;
+    }
+    if (this.misses.get(hash) === true) {
+      this.stats.hits++;
+      return MISS;
+    }
+    this.stats.misses++;
+    return undefined;
   }
 
   /**

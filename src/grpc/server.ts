@@ -13,7 +13,10 @@ import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { invalidInput } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
+import { groupOf } from "../gateway/plugin.js";
 import { invokeRpc } from "../server/connect.js";
+import { metricsOf } from "../server/metrics.js";
+import { readiness } from "../server/readiness.js";
 import type { ServiceEntry } from "../services/types.js";
 
 /** google.rpc.Status{code, message, details: [Any(keyhold.v2.ErrorDetail)]}, encoded by hand (3 fields). */
@@ -57,6 +60,7 @@ function toServiceError(err: unknown): grpc.ServiceError {
 }
 
 function definition(deps: Deps, docsBase: string, service: DescService, ops: ServiceEntry["ops"]) {
+  const metrics = metricsOf(deps);
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const m of service.methods) {
@@ -79,10 +83,12 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
       responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
       originalName: m.localName,
     } as grpc.MethodDefinition<unknown, unknown>;
+    const operation = `${groupOf(service)}.${m.localName}`;
     handlers[m.name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const requestId = newId("req");
       const auth = call.metadata.get("authorization")[0];
       const idempotencyKey = call.metadata.get("idempotency-key").join(", ");
+      const started = performance.now();
       const onReplay = () => {
         const md = new grpc.Metadata();
         md.set("idempotent-replayed", "true");
@@ -100,8 +106,15 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
         onReplay,
       ).then(
         // As on the JSON side: answers finished in one event-loop turn are written together.
-        (res) => setImmediate(() => callback(null, res)),
-        (err) => callback(toServiceError(err)),
+        (res) => {
+          metrics.request("grpc", operation, "OK", (performance.now() - started) / 1000);
+          setImmediate(() => callback(null, res));
+        },
+        (err) => {
+          const se = toServiceError(err);
+          metrics.request("grpc", operation, grpc.status[se.code] ?? String(se.code), (performance.now() - started) / 1000);
+          callback(se);
+        },
       );
     };
   }
@@ -113,7 +126,14 @@ export interface GrpcServer {
   close(timeoutMs: number): Promise<void>;
 }
 
-export async function startGrpcServer(deps: Deps, docsBase: string, entries: ServiceEntry[], host: string, port: number): Promise<GrpcServer> {
+export async function startGrpcServer(
+  deps: Deps,
+  docsBase: string,
+  entries: ServiceEntry[],
+  host: string,
+  port: number,
+  redisConfigured = false,
+): Promise<GrpcServer> {
   const server = new grpc.Server({ "grpc.max_receive_message_length": 10 * 1024 * 1024 });
   const statuses: Record<string, "SERVING"> = { "": "SERVING" };
   for (const { service, ops } of entries) {
@@ -123,6 +143,14 @@ export async function startGrpcServer(deps: Deps, docsBase: string, entries: Ser
   }
   const health = new HealthImplementation(statuses);
   health.addToServer(server);
+  // Health follows readiness (database, and Redis when configured), checked every 5 s.
+  let closing = false;
+  const follow = async () => {
+    const r = await readiness(deps, redisConfigured);
+    if (!closing) for (const name of Object.keys(statuses)) health.setStatus(name, r.ready ? "SERVING" : "NOT_SERVING");
+  };
+  const readinessTimer = setInterval(() => void follow(), 5_000);
+  readinessTimer.unref();
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -130,6 +158,8 @@ export async function startGrpcServer(deps: Deps, docsBase: string, entries: Ser
     port: bound,
     close: (timeoutMs) =>
       new Promise<void>((resolve) => {
+        closing = true;
+        clearInterval(readinessTimer);
         for (const name of Object.keys(statuses)) health.setStatus(name, "NOT_SERVING");
         const timer = setTimeout(() => {
           server.forceShutdown();

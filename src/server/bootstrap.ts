@@ -10,6 +10,9 @@ import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
+import { answered } from "./answered.js";
+import { metricsOf } from "./metrics.js";
+import { readiness } from "./readiness.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
@@ -85,6 +88,7 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
 
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
     const body = errorBody(await redactKeys(deps, err, callerWorkspace.get(req)), config.docsBaseUrl);
+    answered(req, reply, body.status, metrics);
     return reply
       .code(catalog[err.code].status)
       .header("content-type", "application/json; charset=utf-8")
@@ -94,6 +98,18 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
     done();
+  });
+
+  const metrics = metricsOf(deps);
+
+  // Operations endpoints: no root key (keep them off the public network, or behind the load balancer's allow list).
+  app.get("/metrics", async (_req, reply) => {
+    reply.header("content-type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  app.get("/readyz", async (_req, reply) => {
+    const r = await readiness(deps, config.redisUrl !== undefined);
+    return reply.code(r.ready ? 200 : 503).send({ status: r.ready ? "ready" : "not ready", checks: r.checks });
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {

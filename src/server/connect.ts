@@ -8,6 +8,8 @@ import { AppError } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { toConnectError } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
+import { groupOf } from "../gateway/plugin.js";
+import { metricsOf } from "./metrics.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import type { Call, ServiceEntry } from "../services/types.js";
@@ -46,26 +48,37 @@ export async function invokeRpc(
 }
 
 export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntry[]) {
+  const metrics = metricsOf(deps);
   return (router: ConnectRouter): void => {
     for (const { service, ops } of entries) {
       const impl: Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>> = {};
       for (const method of service.methods) {
         const op = ops[method.localName];
         if (op === undefined) throw new ConnectError(`no implementation for ${method.name}`, Code.Unimplemented);
-        impl[method.localName] = (req, ctx) => {
+        const operation = `${groupOf(service)}.${method.localName}`;
+        impl[method.localName] = async (req, ctx) => {
           const requestId = newId("req");
+          const started = performance.now();
           ctx.responseHeader.set("x-request-id", requestId);
-          return invokeRpc(
-            deps,
-            docsBase,
-            `${service.typeName}/${method.name}`,
-            op,
-            req,
-            ctx.requestHeader.get("authorization") ?? undefined,
-            requestId,
-            ctx.requestHeader.get("idempotency-key") ?? undefined,
-            () => ctx.responseHeader.set("idempotent-replayed", "true"),
-          );
+          const seconds = () => (performance.now() - started) / 1000;
+          try {
+            const res = await invokeRpc(
+              deps,
+              docsBase,
+              `${service.typeName}/${method.name}`,
+              op,
+              req,
+              ctx.requestHeader.get("authorization") ?? undefined,
+              requestId,
+              ctx.requestHeader.get("idempotency-key") ?? undefined,
+              () => ctx.responseHeader.set("idempotent-replayed", "true"),
+            );
+            metrics.request("connect", operation, "OK", seconds());
+            return res;
+          } catch (err) {
+            metrics.request("connect", operation, err instanceof ConnectError ? Code[err.code] : "Unknown", seconds());
+            throw err;
+          }
         };
       }
       router.service(service, impl as never);

@@ -8,6 +8,8 @@ import { UsageRecorder } from "../domain/keys/usage.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { MemoryLimiter, type Limiter } from "../domain/ratelimit/limiter.js";
 import { touchKeys } from "../storage/keys.js";
+import { observeStatements } from "../storage/sql.js";
+import { metricsOf } from "./metrics.js";
 import { RedisLimiter } from "../storage/redis-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
@@ -89,6 +91,9 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     idempotencyTtlMs: config.idempotencyTtlMs,
     degraded,
   };
+  const metrics = metricsOf(deps);
+  metrics.watch(deps, pool, config.redisUrl !== undefined);
+  observeStatements((seconds, ok) => metrics.statement(seconds, ok));
   return {
     deps,
     invalidations,

@@ -5,6 +5,7 @@ import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { withIdempotency } from "../domain/idempotency.js";
+import { metricsOf } from "../server/metrics.js";
 import { apisService } from "./apis.js";
 import { identitiesService } from "./identities.js";
 import { keysService } from "./keys.js";
@@ -12,11 +13,25 @@ import { permissionsService } from "./permissions.js";
 import { ratelimitService } from "./ratelimit.js";
 import type { ServiceEntry } from "./types.js";
 
+/** keys.verifyKey's outcome codes, counted for /metrics whichever door the call came through. */
+function countingOutcomes(deps: Deps, ops: ReturnType<typeof keysService>): ReturnType<typeof keysService> {
+  const metrics = metricsOf(deps);
+  const verify = ops.verifyKey;
+  return {
+    ...ops,
+    verifyKey: async (req, call) => {
+      const res = await verify(req, call);
+      metrics.verification(String(res.code));
+      return res;
+    },
+  };
+}
+
 /** Every service with its implementation: the one list all front doors serve. */
 export function services(deps: Deps): ServiceEntry[] {
   return withIdempotency(deps, [
     { service: ApisService, ops: apisService(deps) },
-    { service: KeysService, ops: keysService(deps) },
+    { service: KeysService, ops: countingOutcomes(deps, keysService(deps)) },
     { service: IdentitiesService, ops: identitiesService(deps) },
     { service: RatelimitService, ops: ratelimitService(deps) },
     { service: PermissionsService, ops: permissionsService(deps) },

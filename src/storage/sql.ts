@@ -11,10 +11,30 @@ type Param = string | number | bigint | boolean | null | Buffer;
 // those run as plain queries with client-side escaping instead.
 const PREPARE_UP_TO = 8;
 
+/** Told the duration of every statement run through rows/exec (the process's metrics). */
+let observer: ((seconds: number, ok: boolean) => void) | undefined;
+export function observeStatements(fn: (seconds: number, ok: boolean) => void): void {
+  observer = fn;
+}
+
+async function timed<T>(run: () => Promise<T>): Promise<T> {
+  if (observer === undefined) return run();
+  const started = performance.now();
+  try {
+    const r = await run();
+    observer((performance.now() - started) / 1000, true);
+    return r;
+  } catch (err) {
+    observer((performance.now() - started) / 1000, false);
+    throw err;
+  }
+}
+
 /** Read (prepared when it has at most a few parameters). */
 export async function rows<T = Row>(db: Queryable, sql: string, params: readonly Param[] = []): Promise<T[]> {
-  const [r] =
-    params.length <= PREPARE_UP_TO ? await db.execute<RowDataPacket[]>(sql, params as Param[]) : await db.query<RowDataPacket[]>(sql, params as Param[]);
+  const [r] = await timed(() =>
+    params.length <= PREPARE_UP_TO ? db.execute<RowDataPacket[]>(sql, params as Param[]) : db.query<RowDataPacket[]>(sql, params as Param[]),
+  );
   return r as unknown as T[];
 }
 
@@ -24,8 +44,9 @@ export async function one<T = Row>(db: Queryable, sql: string, params: readonly 
 
 /** Write (prepared when it has at most a few parameters). */
 export async function exec(db: Queryable, sql: string, params: readonly Param[] = []): Promise<ResultSetHeader> {
-  const [r] =
-    params.length <= PREPARE_UP_TO ? await db.execute<ResultSetHeader>(sql, params as Param[]) : await db.query<ResultSetHeader>(sql, params as Param[]);
+  const [r] = await timed(() =>
+    params.length <= PREPARE_UP_TO ? db.execute<ResultSetHeader>(sql, params as Param[]) : db.query<ResultSetHeader>(sql, params as Param[]),
+  );
   return r;
 }
 

@@ -1,0 +1,145 @@
+// Prometheus metrics (prom-client), one registry per keyhold instance: requests
+// and latency per operation and status, verification outcomes, cache counters,
+// database pool and statement latency, Redis state. Served at GET /metrics.
+// What the hot path pays: a cached counter child's inc() and one histogram
+// observe() per request; cache and pool figures are read only when scraped.
+import type { Pool } from "mysql2/promise";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+/** What the metrics read of a cache. */
+interface CacheFigures {
+  readonly stats: { hits: number; misses: number; evictions: number };
+  readonly size: number;
+}
+import type { Deps } from "../domain/deps.js";
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The mysql2 pool's own lists (not part of its typed API; read defensively). */
+interface PoolInternals {
+  pool?: { _allConnections?: { length: number }; _freeConnections?: { length: number }; _connectionQueue?: { length: number } };
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<"transport" | "operation" | "status">;
+  private readonly latency: Histogram<"transport" | "operation">;
+  private readonly verifications: Counter<"code">;
+  private readonly statements: Histogram<"outcome">;
+  private readonly requestChildren = new Map<string, Counter.Internal>();
+  private readonly latencyChildren = new Map<string, Histogram.Internal<"transport" | "operation">>();
+  private readonly verificationChildren = new Map<string, Counter.Internal>();
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "keyhold_" });
+    this.requests = new Counter({
+      name: "keyhold_requests_total",
+      help: "Requests answered, by transport (http, grpc), operation and status (HTTP status, or gRPC status name).",
+      labelNames: ["transport", "operation", "status"],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: "keyhold_request_duration_seconds",
+      help: "Time from receiving a request to answering it, by transport and operation.",
+      labelNames: ["transport", "operation"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.verifications = new Counter({
+      name: "keyhold_verifications_total",
+      help: "keys.verifyKey outcomes by code (VALID, NOT_FOUND, DISABLED, EXPIRED, RATE_LIMITED, USAGE_EXCEEDED, INSUFFICIENT_PERMISSIONS).",
+      labelNames: ["code"],
+      registers,
+    });
+    this.statements = new Histogram({
+      name: "keyhold_db_statement_duration_seconds",
+      help: "Database statement latency, by outcome (ok, error).",
+      labelNames: ["outcome"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+  }
+
+  request(transport: string, operation: string, status: string | number, seconds: number): void {
+    const key = `${transport}|${operation}|${status}`;
+    let c = this.requestChildren.get(key);
+    if (c === undefined) this.requestChildren.set(key, (c = this.requests.labels(transport, operation, String(status))));
+    c.inc();
+    const lkey = `${transport}|${operation}`;
+    let h = this.latencyChildren.get(lkey);
+    if (h === undefined) this.latencyChildren.set(lkey, (h = this.latency.labels(transport, operation)));
+    h.observe(seconds);
+  }
+
+  verification(code: string): void {
+    let c = this.verificationChildren.get(code);
+    if (c === undefined) this.verificationChildren.set(code, (c = this.verifications.labels(code)));
+    c.inc();
+  }
+
+  statement(seconds: number, ok: boolean): void {
+    this.statements.labels(ok ? "ok" : "error").observe(seconds);
+  }
+
+  /** Figures read at scrape time: caches, the database pool, Redis. */
+  watch(deps: Pick<Deps, "keyCache" | "rootKeyCache" | "namespaceCache" | "overrideCache" | "degraded">, pool: Pool, redisConfigured: boolean): void {
+    const registers = [this.registry];
+    const caches: Record<string, CacheFigures> = {
+      keys: deps.keyCache,
+      root_keys: deps.rootKeyCache,
+      namespaces: deps.namespaceCache,
+      overrides: deps.overrideCache,
+    };
+    const perCache = (name: string, help: string, read: (c: CacheFigures) => number, type: "counter" | "gauge") => {
+      const Metric = type === "counter" ? Counter : Gauge;
+      new Metric({
+        name,
+        help,
+        labelNames: ["cache"],
+        registers,
+        collect(this: Counter<"cache"> | Gauge<"cache">) {
+          this.reset();
+          for (const [label, c] of Object.entries(caches)) {
+            if (this instanceof Counter) this.labels(label).inc(read(c));
+            else this.labels(label).set(read(c));
+          }
+        },
+      });
+    };
+    perCache("keyhold_cache_hits_total", "Lookups answered from the cache (records and remembered misses).", (c) => c.stats.hits, "counter");
+    perCache("keyhold_cache_misses_total", "Lookups the cache could not answer (read from the database).", (c) => c.stats.misses, "counter");
+    perCache("keyhold_cache_evictions_total", "Records pushed out to make room (not invalidations).", (c) => c.stats.evictions, "counter");
+    perCache("keyhold_cache_entries", "Records held.", (c) => c.size, "gauge");
+
+    const lists = (pool as unknown as PoolInternals).pool;
+    new Gauge({
+      name: "keyhold_db_pool_connections",
+      help: "Database pool connections by state: open (all), idle, and requests waiting for one (queued).",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        this.set({ state: "open" }, lists?._allConnections?.length ?? 0);
+        this.set({ state: "idle" }, lists?._freeConnections?.length ?? 0);
+        this.set({ state: "queued" }, lists?._connectionQueue?.length ?? 0);
+      },
+    });
+    new Gauge({
+      name: "keyhold_redis_up",
+      help: "1 when the shared rate-limit counters in Redis are reachable, 0 when not; absent without REDIS_URL.",
+      registers,
+      collect() {
+        this.reset();
+        if (redisConfigured) this.set(deps.degraded().includes("redis") ? 0 : 1);
+      },
+    });
+  }
+}
+
+const byDeps = new WeakMap<object, Metrics>();
+
+/** The metrics of the instance these deps belong to (made once per instance). */
+export function metricsOf(deps: object): Metrics {
+  let m = byDeps.get(deps);
+  if (m === undefined) byDeps.set(deps, (m = new Metrics()));
+  return m;
+}
