@@ -273,10 +273,12 @@ describe("plaintext keys and root keys never reach logs, errors or the database"
     expect(server.output()).toContain("keyhold is serving");
   });
 
-  it("nothing the server or the CLI wrote holds a key", async () => {
+  it("nothing the server or the CLI wrote, nor its metrics, holds a key", async () => {
     // The last records (usage write-behind, invalidation polls) are flushed before reading.
     await new Promise((r) => setTimeout(r, 1_500));
-    const written = [server.output(), ...cliOutput].join("\n");
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toContain('keyhold_requests_total{transport="http",operation="keys.verifyKey"');
+    const written = [server.output(), ...cliOutput, metrics].join("\n");
     expect(written).toContain("could not decrypt a recoverable key");
     const found = secrets.filter((s) => written.includes(s.value)).map((s) => s.label);
     expect(found, "keys found in what the processes wrote").toEqual([]);
