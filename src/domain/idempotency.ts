@@ -22,10 +22,10 @@ import type { Deps } from "./deps.js";
 import { AppError, invalidInput } from "./errors.js";
 
 /** Operations that change nothing: the header is accepted and has no effect. */
-const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) || method === "whoami";
+export const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) || method === "whoami";
 
 /** Visible ASCII and inner spaces, 1 to 255 characters. */
-const KEY_FORMAT = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+export const KEY_FORMAT = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 const SWEEP_EVERY_MS = 60_000;
 const SWEEP_BATCH = 1_000;

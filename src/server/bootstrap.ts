@@ -16,6 +16,7 @@ import { readiness } from "./readiness.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
+import { registerOpenApi } from "../gateway/openapi.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
 import { connectRoutes } from "./connect.js";
@@ -111,6 +112,8 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
     const r = await readiness(deps, config.redisUrl !== undefined);
     return reply.code(r.ready ? 200 : 503).send({ status: r.ready ? "ready" : "not ready", checks: r.checks });
   });
+  // The API description, generated from the same route table (no root key needed).
+  registerOpenApi(app, services, config.docsBaseUrl);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) return send(reply, req, err);

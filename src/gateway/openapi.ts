@@ -1,0 +1,601 @@
+// The OpenAPI 3.1 document of the JSON API, generated at startup from the same
+// service descriptors and route table the gateway serves. Request schemas follow
+// what the gateway really accepts: it probes json-check.ts for the fields that
+// take null and the numbers that must be sent, and json-response.ts for the
+// fields every answer carries. Length, range and item limits come from the
+// domain's rule constants; only rules the domain code enforces are listed here.
+import { isReadOnly, KEY_FORMAT } from "../domain/idempotency.js";
+import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import { ScalarType } from "@bufbuild/protobuf";
+import type { FastifyInstance } from "fastify";
+import { stringify } from "yaml";
+import type { ErrorCode } from "../domain/errors.js";
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_EXPIRES, MAX_SAFE, SLUG_PATTERN, limits } from "../domain/limits.js";
+import { LIMIT_DURATION } from "../domain/ratelimit/limit.js";
+import { IDENTIFIER_RULE, NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";
+import { OVERRIDES_PAGE } from "../domain/ratelimit/overrides.js";
+import { DESCRIPTION_RULE, PERMISSION_NAME_RULE, ROLE_NAME_RULE, ROLE_REF_RULE, SEARCH_RULE, SLUG_RULE } from "../domain/rbac/rules.js";
+import { catalog, docsUrl } from "../errors/catalog.js";
+import type { ServiceEntry } from "../services/types.js";
+import { checkBody } from "./json-check.js";
+import { messageToJson, shapeResponse } from "./json-response.js";
+import { type Route, routeTable } from "./plugin.js";
+
+type Schema = Record<string, unknown>;
+
+// ---- field rules (from the domain validators) ----
+
+interface Rule {
+  /** A string the domain refuses when empty (proto3 cannot tell "" from absent). */
+  required?: boolean;
+  schema?: Schema;
+  items?: Schema;
+}
+
+const str = (r: { min?: number; max?: number; pattern?: RegExp }): Schema => ({
+  ...(r.min !== undefined ? { minLength: r.min } : {}),
+  ...(r.max !== undefined ? { maxLength: r.max } : {}),
+  ...(r.pattern !== undefined ? { pattern: r.pattern.source } : {}),
+});
+const num = (min: number, max: number): Schema => ({ minimum: min, maximum: max });
+const req = (schema: Schema): Rule => ({ required: true, schema });
+const opt = (schema: Schema): Rule => ({ schema });
+const list = (maxItems: number, items: Schema, minItems?: number): Rule => ({
+  schema: { maxItems, ...(minItems !== undefined ? { minItems } : {}) },
+  items,
+});
+
+const apiId = req(str({ ...limits.apiId, pattern: ID_PATTERN }));
+const keyId = req(str({ ...limits.resourceId, pattern: ID_PATTERN }));
+const externalId = opt(str({ ...limits.externalId, pattern: EXTERNAL_ID_PATTERN }));
+const meta = opt({ maxProperties: limits.metaProperties });
+const keyRoles = list(limits.roles.maxItems, str({ min: 1, max: 100, pattern: SLUG_PATTERN }));
+const keyPermissions = list(limits.permissions.maxItems, str({ min: 1, max: 100 }));
+const grantPermissions = (minItems?: number) => list(1000, str(SLUG_RULE), minItems);
+const grantRoles = (minItems?: number) => list(100, str({ min: 1, max: 128 }), minItems);
+const ratelimits = list(limits.ratelimits.maxItems, {});
+const pageLimit = opt(num(limits.pageSize.min, limits.pageSize.max));
+const cursor = opt(str({ min: 1, max: limits.cursor.max }));
+const namespace = req(str(NAMESPACE_RULE));
+const identifier = req(str(IDENTIFIER_RULE));
+const expires = opt(num(limits.expires.min, MAX_EXPIRES));
+
+/** `<Message>.<jsonName>` -> what the domain checks on that field. */
+const rules: Record<string, Rule> = {
+  "CreateApiRequest.name": req(str(limits.apiName)),
+  "GetApiRequest.apiId": apiId,
+  "DeleteApiRequest.apiId": apiId,
+  "ApisServiceListKeysRequest.apiId": req(str({ min: 1, max: 255, pattern: ID_PATTERN })),
+  "ApisServiceListKeysRequest.limit": pageLimit,
+  "ApisServiceListKeysRequest.cursor": cursor,
+  "ApisServiceListKeysRequest.externalId": opt(str({ min: 1, max: 255 })),
+  "KeysServiceListKeysRequest.apiId": req(str({ min: 1, max: 255, pattern: ID_PATTERN })),
+  "KeysServiceListKeysRequest.limit": pageLimit,
+  "KeysServiceListKeysRequest.cursor": cursor,
+  "KeysServiceListKeysRequest.externalId": opt(str({ min: 1, max: 255 })),
+  "CreateKeyRequest.apiId": apiId,
+  "CreateKeyRequest.prefix": opt(str({ ...limits.prefix, pattern: ID_PATTERN })),
+  "CreateKeyRequest.name": opt(str(limits.keyName)),
+  "CreateKeyRequest.byteLength": opt(num(limits.byteLength.min, limits.byteLength.max)),
+  "CreateKeyRequest.externalId": externalId,
+  "CreateKeyRequest.meta": meta,
+  "CreateKeyRequest.roles": keyRoles,
+  "CreateKeyRequest.permissions": keyPermissions,
+  "CreateKeyRequest.expires": expires,
+  "CreateKeyRequest.ratelimits": ratelimits,
+  "RatelimitRequest.name": req(str(limits.ratelimitName)),
+  "RatelimitRequest.limit": opt(num(1, MAX_SAFE)),
+  "RatelimitRequest.duration": opt(num(limits.ratelimitDuration.min, MAX_SAFE)),
+  "KeyCredits.remaining": opt(num(0, MAX_SAFE)),
+  "KeyCreditsRefill.interval": opt({ enum: ["daily", "monthly"] }),
+  "KeyCreditsRefill.amount": opt(num(1, MAX_SAFE)),
+  "KeyCreditsRefill.refillDay": opt(num(1, 31)),
+  "VerifyKeyRequest.key": req(str(limits.verifyKey)),
+  "VerifyKeyRequest.permissions": opt(str(limits.permissionQuery)),
+  "VerifyKeyRequest.tags": list(limits.tags.maxItems, str(limits.tags)),
+  "VerifyKeyCredits.cost": opt(num(limits.verifyCost.min, limits.verifyCost.max)),
+  "VerifyKeyRatelimit.name": req(str({ min: 3, max: 255 })),
+  "VerifyKeyRatelimit.cost": opt(num(0, MAX_SAFE)),
+  "VerifyKeyRatelimit.limit": opt(num(0, MAX_SAFE)),
+  "VerifyKeyRatelimit.duration": opt(num(0, MAX_SAFE)),
+  "GetKeyRequest.keyId": keyId,
+  "WhoamiRequest.key": req(str(limits.verifyKey)),
+  "DeleteKeyRequest.keyId": keyId,
+  "UpdateKeyRequest.keyId": keyId,
+  "UpdateKeyRequest.name": opt(str(limits.keyName)),
+  "UpdateKeyRequest.externalId": externalId,
+  "UpdateKeyRequest.meta": meta,
+  "UpdateKeyRequest.expires": expires,
+  "UpdateKeyRequest.ratelimits": ratelimits,
+  "UpdateKeyRequest.roles": keyRoles,
+  "UpdateKeyRequest.permissions": keyPermissions,
+  "UpdateKeyCredits.remaining": opt(num(0, MAX_SAFE)),
+  "UpdateCreditsRequest.keyId": keyId,
+  "UpdateCreditsRequest.operation": opt({ enum: ["set", "increment", "decrement"] }),
+  "UpdateCreditsRequest.value": opt(num(0, MAX_SAFE)),
+  "RerollKeyRequest.keyId": keyId,
+  "RerollKeyRequest.expiration": opt(num(0, MAX_EXPIRES)),
+  "AddPermissionsRequest.keyId": keyId,
+  "AddPermissionsRequest.permissions": grantPermissions(1),
+  "RemovePermissionsRequest.keyId": keyId,
+  "RemovePermissionsRequest.permissions": grantPermissions(1),
+  "SetPermissionsRequest.keyId": keyId,
+  "SetPermissionsRequest.permissions": grantPermissions(),
+  "AddRolesRequest.keyId": keyId,
+  "AddRolesRequest.roles": grantRoles(1),
+  "RemoveRolesRequest.keyId": keyId,
+  "RemoveRolesRequest.roles": grantRoles(1),
+  "SetRolesRequest.keyId": keyId,
+  "SetRolesRequest.roles": grantRoles(),
+  "CreateIdentityRequest.externalId": req({}),
+  "CreateIdentityRequest.meta": meta,
+  "CreateIdentityRequest.ratelimits": ratelimits,
+  "GetIdentityRequest.identity": req(str({ min: 1 })),
+  "UpdateIdentityRequest.identity": req(str({ min: 1 })),
+  "UpdateIdentityRequest.meta": meta,
+  "UpdateIdentityRequest.ratelimits": ratelimits,
+  "DeleteIdentityRequest.identity": req(str({ min: 1 })),
+  "ListIdentitiesRequest.limit": pageLimit,
+  "ListIdentitiesRequest.cursor": cursor,
+  "ListIdentitiesRequest.search": opt(str(SEARCH_RULE)),
+  "LimitRequest.namespace": namespace,
+  "LimitRequest.identifier": identifier,
+  "LimitRequest.limit": opt(num(1, MAX_SAFE)),
+  "LimitRequest.duration": opt(num(LIMIT_DURATION.min, LIMIT_DURATION.max)),
+  "LimitRequest.cost": opt(num(0, MAX_SAFE)),
+  "SetOverrideRequest.namespace": namespace,
+  "SetOverrideRequest.identifier": identifier,
+  "SetOverrideRequest.limit": opt(num(0, MAX_SAFE)),
+  "SetOverrideRequest.duration": opt(num(limits.ratelimitDuration.min, MAX_SAFE)),
+  "GetOverrideRequest.namespace": namespace,
+  "GetOverrideRequest.identifier": identifier,
+  "DeleteOverrideRequest.namespace": namespace,
+  "DeleteOverrideRequest.identifier": identifier,
+  "ListOverridesRequest.namespace": namespace,
+  "ListOverridesRequest.limit": opt(num(OVERRIDES_PAGE.min, OVERRIDES_PAGE.max)),
+  "ListOverridesRequest.cursor": cursor,
+  "CreatePermissionRequest.name": req(str(PERMISSION_NAME_RULE)),
+  "CreatePermissionRequest.slug": req(str(SLUG_RULE)),
+  "CreatePermissionRequest.description": opt(str(DESCRIPTION_RULE)),
+  "GetPermissionRequest.permission": req(str(SLUG_RULE)),
+  "DeletePermissionRequest.permission": req(str(SLUG_RULE)),
+  "ListPermissionsRequest.limit": pageLimit,
+  "ListPermissionsRequest.cursor": cursor,
+  "ListPermissionsRequest.search": opt(str(SEARCH_RULE)),
+  "CreateRoleRequest.name": req(str(ROLE_NAME_RULE)),
+  "CreateRoleRequest.description": opt(str(DESCRIPTION_RULE)),
+  "CreateRoleRequest.permissions": list(limits.permissions.maxItems, str(SLUG_RULE)),
+  "GetRoleRequest.role": req(str(ROLE_REF_RULE)),
+  "DeleteRoleRequest.role": req(str(ROLE_REF_RULE)),
+  "ListRolesRequest.limit": pageLimit,
+  "ListRolesRequest.cursor": cursor,
+  "ListRolesRequest.search": opt(str(SEARCH_RULE)),
+};
+
+// ---- errors per operation ----
+
+const common: ErrorCode[] = [
+  "err:svc:application:invalid_input",
+  "err:user:bad_request:request_body_unreadable",
+  "err:svc:authentication:missing",
+  "err:svc:authentication:malformed",
+  "err:svc:authentication:key_not_found",
+  "err:svc:authorization:insufficient_permissions",
+  "err:svc:authorization:forbidden",
+  "err:svc:authorization:key_disabled",
+  "err:svc:authorization:workspace_disabled",
+  "err:user:bad_request:request_timeout",
+  "err:user:bad_request:request_body_too_large",
+  "err:svc:application:unsupported_media_type",
+  "err:user:bad_request:request_headers_too_large",
+  "err:svc:application:unexpected_error",
+  "err:svc:application:service_unavailable",
+];
+
+/** Answers of a retry racing or reusing an Idempotency-Key (changing operations only). */
+const idempotency: ErrorCode[] = ["err:user:conflict:idempotency_key_in_use", "err:user:unprocessable_entity:idempotency_key_reused"];
+
+const API_404: ErrorCode = "err:svc:data:api_not_found";
+const KEY_404: ErrorCode = "err:svc:data:key_not_found";
+const ROLE_404: ErrorCode = "err:svc:data:role_not_found";
+const PERM_404: ErrorCode = "err:svc:data:permission_not_found";
+const IDENTITY_404: ErrorCode = "err:svc:data:identity_not_found";
+const NS_404: ErrorCode = "err:svc:data:ratelimit_namespace_not_found";
+const OVERRIDE_404: ErrorCode = "err:svc:data:ratelimit_override_not_found";
+const PRECONDITION: ErrorCode = "err:svc:application:precondition_failed";
+
+/** The codes an operation raises besides the common ones (from the domain code and CONTRACT §3). */
+export const operationErrors: Record<string, ErrorCode[]> = {
+  "apis.createApi": [],
+  "apis.getApi": [API_404],
+  "apis.listKeys": [API_404, PRECONDITION],
+  "apis.deleteApi": [API_404, "err:svc:application:protected_resource"],
+  "keys.createKey": [API_404, ROLE_404, PRECONDITION],
+  "keys.verifyKey": ["err:user:bad_request:permissions_query_syntax_error", PRECONDITION],
+  "keys.getKey": [KEY_404, PRECONDITION],
+  "keys.whoami": [KEY_404],
+  "keys.listKeys": [API_404, PRECONDITION],
+  "keys.updateKey": [KEY_404, ROLE_404],
+  "keys.updateCredits": [KEY_404],
+  "keys.deleteKey": [KEY_404],
+  "keys.rerollKey": [KEY_404, PRECONDITION],
+  "keys.addPermissions": [KEY_404],
+  "keys.removePermissions": [KEY_404, PERM_404],
+  "keys.setPermissions": [KEY_404],
+  "keys.addRoles": [KEY_404, ROLE_404],
+  "keys.removeRoles": [KEY_404, ROLE_404],
+  "keys.setRoles": [KEY_404, ROLE_404],
+  "identities.createIdentity": ["err:svc:data:identity_already_exists"],
+  "identities.getIdentity": [IDENTITY_404],
+  "identities.listIdentities": [],
+  "identities.updateIdentity": [IDENTITY_404],
+  "identities.deleteIdentity": [IDENTITY_404],
+  "ratelimit.limit": ["err:svc:data:ratelimit_namespace_gone"],
+  "ratelimit.multiLimit": ["err:svc:data:ratelimit_namespace_gone"],
+  "ratelimit.setOverride": [NS_404],
+  "ratelimit.getOverride": [NS_404, OVERRIDE_404],
+  "ratelimit.listOverrides": [NS_404],
+  "ratelimit.deleteOverride": [NS_404, OVERRIDE_404],
+  "permissions.createPermission": ["err:svc:data:permission_already_exists"],
+  "permissions.getPermission": [PERM_404],
+  "permissions.listPermissions": [],
+  "permissions.deletePermission": [PERM_404],
+  "permissions.createRole": ["err:svc:data:role_already_exists"],
+  "permissions.getRole": [ROLE_404],
+  "permissions.listRoles": [],
+  "permissions.deleteRole": [ROLE_404],
+};
+
+
+/** Operations whose body takes `namespaceId` / `namespaceName` for `namespace` (gateway adapters). */
+const NAMESPACE_ALIASES = new Set(["ratelimit.limit", "ratelimit.setOverride", "ratelimit.getOverride", "ratelimit.listOverrides", "ratelimit.deleteOverride"]);
+
+// ---- schemas from descriptors ----
+
+const INT64 = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
+const INT32 = new Set([ScalarType.INT32, ScalarType.UINT32, ScalarType.SINT32, ScalarType.FIXED32, ScalarType.SFIXED32]);
+
+function scalarSchema(t: ScalarType): Schema {
+  if (INT64.has(t)) return { type: "integer", format: "int64" };
+  if (INT32.has(t)) return { type: "integer", format: "int32" };
+  if (t === ScalarType.BOOL) return { type: "boolean" };
+  if (t === ScalarType.STRING) return { type: "string" };
+  if (t === ScalarType.BYTES) return { type: "string", contentEncoding: "base64" };
+  return { type: "number" };
+}
+
+const shortName = (desc: DescMessage): string => desc.typeName.replace(/^keyhold\.v2\./, "").replace(/\./g, "_");
+
+/** Adds null to a schema: to `type` when it has one, else as an alternative. */
+function withNull(s: Schema): Schema {
+  if (typeof s.type === "string") return { ...s, type: [s.type, "null"] };
+  return { oneOf: [s, { type: "null" }] };
+}
+
+class Builder {
+  readonly schemas: Record<string, Schema> = {};
+  private readonly inNames = new Map<DescMessage, string>();
+  private readonly outNames = new Map<DescMessage, string>();
+
+  private claim(name: string): string {
+    if (this.schemas[name] !== undefined) throw new Error(`openapi: two schemas named ${name}`);
+    this.schemas[name] = {};
+    return name;
+  }
+
+  // Requests: as json-check.ts reads them (unknown fields refused, null only where it is accepted).
+  input(desc: DescMessage): Schema {
+    let name = this.inNames.get(desc);
+    if (name === undefined) {
+      const base = shortName(desc);
+      name = this.claim(base.endsWith("Request") ? base : `${base}Input`);
+      this.inNames.set(desc, name);
+      this.schemas[name] = this.inputObject(desc);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  private inputObject(desc: DescMessage): Schema {
+    const { errors } = checkBody(desc, {});
+    const required = new Set(errors.map((e) => e.location.replace(/^body\./, "")));
+    const properties: Record<string, Schema> = {};
+    for (const f of desc.fields) {
+      // set_<field> flags are set by the gateway from the field's presence, never sent.
+      if (f.name.startsWith("set_")) continue;
+      const rule = rules[`${shortName(desc)}.${f.jsonName}`];
+      if (rule?.required === true) required.add(f.jsonName);
+      let s = { ...this.inputField(f, rule), ...(rule?.schema ?? {}) };
+      if (acceptsNull(desc, f)) s = withNull(s);
+      properties[f.jsonName] = s;
+    }
+    return { type: "object", additionalProperties: false, properties, ...(required.size > 0 ? { required: [...required] } : {}) };
+  }
+
+  private inputField(f: DescField, rule: Rule | undefined): Schema {
+    switch (f.fieldKind) {
+      case "scalar":
+        return scalarSchema(f.scalar);
+      case "enum":
+        return { type: "string", enum: f.enum.values.map((v) => v.name) };
+      case "message":
+        return this.inputMessage(f.message);
+      case "list": {
+        const item = f.listKind === "scalar" ? scalarSchema(f.scalar) : f.listKind === "enum" ? { type: "string" } : this.inputMessage(f.message);
+        return { type: "array", items: { ...item, ...(rule?.items ?? {}) } };
+      }
+      case "map":
+        return { type: "object", additionalProperties: f.mapKind === "scalar" ? scalarSchema(f.scalar) : {} };
+    }
+  }
+
+  private inputMessage(m: DescMessage): Schema {
+    if (m.typeName === "google.protobuf.Struct") return { type: "object" };
+    if (m.typeName === "google.protobuf.Value") return {};
+    if (m.typeName.startsWith("keyhold.v2.Nullable")) {
+      const inner = m.fields.find((x) => x.name === "value");
+      return inner === undefined ? {} : this.inputField(inner, undefined);
+    }
+    return this.input(m);
+  }
+
+  // Responses: as json-response.ts writes them.
+  output(desc: DescMessage): Schema {
+    let name = this.outNames.get(desc);
+    if (name === undefined) {
+      const base = shortName(desc);
+      name = this.claim(base.endsWith("Request") ? `${base}Output` : base);
+      this.outNames.set(desc, name);
+      this.schemas[name] = this.outputObject(desc, () => true);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  outputObject(desc: DescMessage, keep: (f: DescField) => boolean, alwaysSent: string[] = []): Schema {
+    // Whatever the writer puts in an empty message is always sent; null there means nullable.
+    const empty = messageToJson(desc, {});
+    const properties: Record<string, Schema> = {};
+    for (const f of desc.fields) {
+      if (!keep(f)) continue;
+      const s = this.outputField(f);
+      properties[f.jsonName] = empty[f.jsonName] === null ? withNull(s) : s;
+    }
+    const required = [...Object.keys(empty).filter((k) => properties[k] !== undefined), ...alwaysSent];
+    return { type: "object", properties, ...(required.length > 0 ? { required } : {}) };
+  }
+
+  private outputField(f: DescField): Schema {
+    switch (f.fieldKind) {
+      case "scalar":
+        return scalarSchema(f.scalar);
+      case "enum":
+        return { type: "string", enum: f.enum.values.map((v) => v.name) };
+      case "message":
+        return this.outputMessage(f.message);
+      case "list":
+        // Empty lists are left out of answers.
+        return { type: "array", minItems: 1, items: this.outputItem(f) };
+      case "map":
+        return { type: "object", additionalProperties: f.mapKind === "scalar" ? scalarSchema(f.scalar) : {} };
+    }
+  }
+
+  /** The schema of one item of a list field in an answer. */
+  outputItem(f: DescField): Schema {
+    if (f.fieldKind !== "list") return {};
+    if (f.listKind === "scalar") return scalarSchema(f.scalar);
+    if (f.listKind === "enum") return { type: "string" };
+    return this.outputMessage(f.message);
+  }
+
+  private outputMessage(m: DescMessage): Schema {
+    if (m.typeName === "google.protobuf.Struct") return { type: "object" };
+    if (m.typeName === "google.protobuf.Value") return {};
+    return this.output(m);
+  }
+}
+
+/** Whether json-check.ts takes null for this field (a nullable wrapper or a null that means "unset"). */
+function acceptsNull(desc: DescMessage, f: DescField): boolean {
+  const { errors } = checkBody(desc, { [f.jsonName]: null });
+  return !errors.some((e) => e.location === `body.${f.jsonName}` && / must not be null\./.test(e.message));
+}
+
+/** The namespace field and its two aliases, exactly one of them sent (plugin.ts namespaceAliases). */
+function withNamespaceAliases(s: Schema): Schema {
+  const props = s.properties as Record<string, Schema>;
+  const { required: given, ...rest } = s;
+  const required = (given as string[] | undefined)?.filter((r) => r !== "namespace") ?? [];
+  return {
+    ...rest,
+    properties: { ...props, namespaceId: props.namespace, namespaceName: props.namespace },
+    ...(required.length > 0 ? { required } : {}),
+    oneOf: ["namespace", "namespaceId", "namespaceName"].map((k) => ({ required: [k] })),
+  };
+}
+
+/** `data` (and `pagination`) of a successful answer, as shapeResponse places them. */
+function dataSchema(b: Builder, route: Route): { data: Schema; pagination?: Schema } {
+  const desc = route.output;
+  const probe = shapeResponse(route.path, desc, {});
+  const page = desc.fields.find((f) => f.name === "pagination");
+  if (probe.pagination !== undefined && page?.fieldKind === "message") {
+    const pagination = b.output(page.message);
+    const rows = desc.fields.find((f) => f.fieldKind === "list");
+    if (rows?.fieldKind !== "list") return { data: b.outputObject(desc, (f) => f !== page), pagination };
+    const items = b.outputItem(rows);
+    if (Array.isArray(probe.data)) return { data: { type: "array", items }, pagination };
+    // keys.listKeys keeps its rows under their field name, sent even when empty.
+    const data = b.outputObject(desc, (f) => f !== page, [rows.jsonName]);
+    (data.properties as Record<string, Schema>)[rows.jsonName] = { type: "array", items };
+    return { data, pagination };
+  }
+  const only = desc.fields.length === 1 ? desc.fields[0] : undefined;
+  // One message or one list field is unwrapped into data (json-response.ts shapeOf).
+  if (only?.fieldKind === "message") return { data: b.output(only.message) };
+  if (only?.fieldKind === "list") {
+    return { data: { type: "array", items: b.outputItem(only) } };
+  }
+  return { data: b.output(desc) };
+}
+
+const ref = (kind: "schemas" | "responses" | "parameters", name: string): Schema => ({ $ref: `#/components/${kind}/${name}` });
+
+function errorResponses(codes: ErrorCode[], docsBase: string): Record<string, Schema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = catalog[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, Schema> = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const title = catalog[list[0] as ErrorCode].title;
+    out[String(status)] = {
+      description: `${title}: ${list.map((c) => `\`${c}\``).join(", ")}`,
+      "x-error-codes": list.map((code) => ({ code, type: docsUrl(code, docsBase), detail: catalog[code].detail })),
+      content: { "application/json": { schema: ref("schemas", "ErrorEnvelope") } },
+    };
+  }
+  return out;
+}
+
+function operation(b: Builder, route: Route, docsBase: string): Schema {
+  const method = route.path.slice(route.path.indexOf(".") + 1);
+  const changing = !isReadOnly(method);
+  let body: Schema = b.input(route.input);
+  if (NAMESPACE_ALIASES.has(route.path)) body = aliasBody(b, route.input);
+  if (route.path === "ratelimit.multiLimit") {
+    // The JSON body is the array of checks itself (each with the namespace aliases); the message form is read too.
+    const item = route.input.fields.find((f) => f.name === "limits");
+    const itemSchema = item?.fieldKind === "list" && item.listKind === "message" ? aliasBody(b, item.message) : {};
+    body = { oneOf: [{ type: "array", items: itemSchema }, body] };
+  }
+  const { data, pagination } = dataSchema(b, route);
+  const success: Schema = {
+    type: "object",
+    required: ["meta", "data", ...(pagination !== undefined ? ["pagination"] : [])],
+    properties: { meta: ref("schemas", "Meta"), data, ...(pagination !== undefined ? { pagination } : {}) },
+  };
+  return {
+    operationId: route.path,
+    tags: [route.group],
+    ...(changing ? { parameters: [ref("parameters", "IdempotencyKey")] } : {}),
+    requestBody: { required: true, content: { "application/json": { schema: body } } },
+    responses: {
+      "200": {
+        description: "Success.",
+        ...(changing ? { headers: { "idempotent-replayed": { description: "`true` when this is the stored answer of an earlier request with the same Idempotency-Key.", schema: { type: "string", enum: ["true"] } } } } : {}),
+        content: { "application/json": { schema: success } },
+      },
+      ...errorResponses([...common, ...(changing ? idempotency : []), ...(operationErrors[route.path] ?? [])], docsBase),
+    },
+  };
+}
+
+function aliasBody(b: Builder, desc: DescMessage): Schema {
+  const name = `${shortName(desc)}Body`;
+  if (b.schemas[name] === undefined) {
+    const resolved = b.input(desc);
+    const target = b.schemas[(resolved.$ref as string).split("/").pop() as string] as Schema;
+    b.schemas[name] = withNamespaceAliases(target);
+  }
+  return ref("schemas", name);
+}
+
+function livenessOperation(id: string): Schema {
+  return {
+    operationId: id,
+    tags: ["liveness"],
+    security: [],
+    responses: {
+      "200": {
+        description: "The process is running (degraded parts, if any, are named).",
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["meta", "data"],
+              properties: {
+                meta: ref("schemas", "Meta"),
+                data: {
+                  type: "object",
+                  required: ["message"],
+                  properties: { message: { type: "string" }, degraded: { type: "array", items: { type: "string" } } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+const staticSchemas = (): Record<string, Schema> => ({
+  Meta: { type: "object", required: ["requestId"], properties: { requestId: { type: "string" } } },
+  FieldError: {
+    type: "object",
+    required: ["location", "message"],
+    properties: { location: { type: "string" }, message: { type: "string" }, fix: { type: "string" } },
+  },
+  ErrorEnvelope: {
+    type: "object",
+    required: ["meta", "error"],
+    properties: {
+      meta: ref("schemas", "Meta"),
+      error: {
+        type: "object",
+        required: ["title", "detail", "status", "type"],
+        properties: {
+          title: { type: "string" },
+          detail: { type: "string" },
+          status: { type: "integer" },
+          type: { type: "string", format: "uri" },
+          // 400s always carry it.
+          errors: { type: "array", items: ref("schemas", "FieldError") },
+        },
+      },
+    },
+  },
+});
+
+export function openApiDocument(entries: ServiceEntry[], docsBase: string): Schema {
+  const b = new Builder();
+  Object.assign(b.schemas, staticSchemas());
+  const paths: Record<string, Schema> = {
+    "/v2/liveness": { get: livenessOperation("liveness"), post: livenessOperation("liveness.post") },
+  };
+  for (const route of routeTable(entries)) paths[`/v2/${route.path}`] = { post: operation(b, route, docsBase) };
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "keyhold",
+      version: "2",
+      description: "API-key management. Every operation is POST /v2/<group>.<operation> with a JSON body; 64-bit integers are JSON numbers.",
+    },
+    externalDocs: { url: docsBase },
+    security: [{ rootKey: [] }],
+    paths,
+    components: {
+      securitySchemes: { rootKey: { type: "http", scheme: "bearer", description: "A root key: `Authorization: Bearer <root key>`." } },
+      parameters: {
+        IdempotencyKey: {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description: "Makes a retry of this request answer the first response again instead of running twice.",
+          schema: { type: "string", minLength: 1, maxLength: 255, pattern: KEY_FORMAT.source },
+        },
+      },
+      schemas: b.schemas,
+    },
+  };
+}
+
+/** GET /openapi.json and /openapi.yaml, built once. */
+export function registerOpenApi(app: FastifyInstance, entries: ServiceEntry[], docsBase: string): void {
+  const doc = openApiDocument(entries, docsBase);
+  const json = JSON.stringify(doc);
+  const yaml = stringify(doc, { aliasDuplicateObjects: false });
+  app.get("/openapi.json", async (_req, reply) => reply.header("content-type", "application/json; charset=utf-8").send(json));
+  app.get("/openapi.yaml", async (_req, reply) => reply.header("content-type", "application/yaml; charset=utf-8").send(yaml));
+}
