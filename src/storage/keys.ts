@@ -176,9 +176,7 @@ async function withRelations(db: Queryable, base: ReturnType<typeof toDetails>[]
 
 /** A live key of a live API by hash, in any workspace (the caller checks the workspace). */
 export async function findLiveKeyByHash(db: Queryable, hash: string): Promise<KeyDetails | undefined> {
-  const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.hash = ? AND k.deleted_at_m IS NULL`, [hash]);
-  if (!r) return undefined;
-  return (await withRelations(db, [toDetails(r)]))[0];
+  return (await findLiveKeysByHashes(db, [hash])).get(hash);
 }
 
 /** The live keys among these hashes (one query for all of them), by hash. */
