@@ -91,11 +91,13 @@ export async function transaction<T>(pool: Pool, fn: (conn: PoolConnection) => P
       return result;
     } catch (err) {
       await conn.rollback().catch(() => undefined);
-      if (attempt < 4 && isRetryable(err)) continue;
-      throw err;
+      if (attempt >= 6 || !isRetryable(err)) throw err;
     } finally {
       conn.release();
     }
+    // Retrying at once meets the same rivals in the same order and deadlocks again:
+    // a growing, jittered pause lets one of them finish first.
+    await new Promise((r) => setTimeout(r, attempt * 10 + Math.random() * 20));
   }
 }
 
