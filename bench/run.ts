@@ -9,36 +9,15 @@
 // and RSS with a full and a bounded cache; added to results.json as `scale`.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
 import { runScale } from "./scale.js";
+import { hasTaskset, here, log, pinned, post, root, startKeyhold, stop } from "./support.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
-const root = path.resolve(here, "..", "..");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const hasTaskset = (() => {
-  try {
-    execFileSync("taskset", ["-c", "0", "true"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args]);
-const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 function startProcess(script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
   const [cmd, args] = pinned(0, process.execPath, [script]);
@@ -51,14 +30,6 @@ function startProcess(script: string, env: Record<string, string> = {}): Promise
       if (line) resolve({ child, port: JSON.parse(line).port });
     });
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
   });
 }
 
@@ -133,32 +104,6 @@ function grpcJsLoad(port: number, rpcPath: string, body: Uint8Array, auth: strin
 }
 
 /** Starts keyhold with extra env (REDIS_URL etc. pass through from ours); cpu null = not pinned. */
-async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
-  const port = await freePort();
-  const grpcPort = await freePort();
-  const main = [path.join(root, "dist", "src", "main.js")];
-  const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 240; i++) {
-    if (child.exitCode !== null) throw new Error(`keyhold exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${base}/v2/liveness`)).ok) return { child, base, grpcPort };
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error("keyhold did not start");
-}
-
-async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
-  const json = (await res.json()) as { data: Record<string, unknown> };
-  if (res.status !== 200) throw new Error(`${op}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
 async function main() {
   log(`${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", server on CPU 0 and load on CPU 1" : ""}; gRPC load from ${hasH2load ? "h2load" : "a grpc-js client (install nghttp2-client for h2load)"}`);
   const results: Record<string, Figure & { ratio?: number; baseline?: string }> = {};

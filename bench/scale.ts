@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
-import { startPrivateServer, type PrivateServer } from "../src/storage/private-server.js";
+import { freshDatabase } from "./support.js";
 import { seedKeys, seededKey, type KeyOwner } from "./seed-keys.js";
 
 export interface Figure {
@@ -90,17 +90,8 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
   };
 
   // A fresh database on the same server.
-  const dbName = `keyhold_bench_scale_${Date.now()}`;
-  let server: PrivateServer | undefined;
-  let url: string;
-  if (process.env.DATABASE_URL) {
-    const u = new URL(process.env.DATABASE_URL);
-    u.pathname = `/${dbName}`;
-    url = u.toString();
-  } else {
-    server = await startPrivateServer({ projectDir: h.root, log: h.log });
-    url = `mysql://root@localhost/${dbName}?socketPath=${encodeURIComponent(server.socketPath)}`;
-  }
+  const database = await freshDatabase("keyhold_bench_scale");
+  const { name: dbName, url } = database;
   const env = { DATABASE_URL: url };
   const redis = process.env.REDIS_URL ? " (REDIS_URL passed to every instance)" : "";
   h.log(`scale: fresh database ${dbName}${redis}`);
@@ -241,11 +232,8 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     return { scale: { database: "fresh", seconds: h.seconds, hitSeconds: HIT_SECONDS, coldKeys: COLD, instances, growth, memory }, lines };
   } finally {
     for (const c of running) await h.stop(c);
-    if (db) {
-      await db.pool.query(`DROP DATABASE IF EXISTS \`${dbName}\``).catch((e: Error) => h.log(`scale: could not drop ${dbName}: ${e.message}`));
-      await db.close();
-    }
-    await server?.stop();
+    await db?.close();
+    await database.drop();
   }
 }
 

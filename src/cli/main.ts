@@ -1,7 +1,8 @@
-// keyhold's command line: root keys, migrations and key-encryption keys, against
-// the same database and configuration the server uses (DATABASE_URL, or the
-// private server under .keyhold/). Results go to stdout as JSON (a generated key
-// as a bare line, for `$(...)`); progress and errors go to stderr.
+// keyhold's command line: root keys, migrations, key migrations and key-encryption
+// keys, against the same database and configuration the server uses (DATABASE_URL,
+// or the private server under .keyhold/); `keys import` alone is a client of the
+// HTTP API (src/cli/import.ts). Results go to stdout as JSON (a generated key as a
+// bare line, for `$(...)`); progress and errors go to stderr.
 import { parseArgs } from "node:util";
 import { hashKey } from "../domain/keys/generate.js";
 import { generateRootKey } from "../domain/auth/root-key.js";
@@ -10,15 +11,21 @@ import { type Config, ConfigError, loadConfig } from "../server/config.js";
 import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
 import { migrate, openDatabase, type Database } from "../storage/db.js";
 import { NoDatabaseServerError } from "../storage/private-server.js";
+import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
 import { insertRootKey, listRootKeys, revokeRootKey } from "../storage/root-keys.js";
 import { exec } from "../storage/sql.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
+import { failuresPathOf, ImportError, importKeys, MAX_BATCH } from "./import.js";
+import type { Format } from "./import-records.js";
 
 const USAGE = `usage:
   keyhold root-key create --workspace <name> --permissions <comma list> [--name <label>]
   keyhold root-key list --workspace <name>
   keyhold root-key revoke <keyId>
+  keyhold migration create --workspace <name> --algorithm <sha256|github.com/seamapi/prefixed-api-key>
+  keyhold keys import FILE --api <apiId> --migration <migrationId> [--url <url>] [--format jsonl|csv]
+                           [--batch-size 1000] [--concurrency 2] [--state PATH] [--restart] [--allow-http]
   keyhold migrate
   keyhold encryption-key generate
   keyhold encryption-key rotate
@@ -26,6 +33,15 @@ const USAGE = `usage:
 encryption-key generate prints a new key for KEYHOLD_ENCRYPTION_KEY. encryption-key
 rotate rewraps every data key with KEYHOLD_ENCRYPTION_KEY, opening them with it or
 KEYHOLD_PREVIOUS_ENCRYPTION_KEYS; afterwards the previous keys can be removed.
+
+keys import reads JSONL or CSV records with a plaintext key (hashed here; it is
+never sent) or a hash, and sends them to keys.migrateKeys at --url (KEYHOLD_URL,
+default http://127.0.0.1:7070) with the root key in KEYHOLD_ROOT_KEY; http:// is
+refused for any host but this machine unless --allow-http (the root key would
+cross the network in cleartext). It resumes an interrupted run from
+FILE.import-state.json (--state PATH) and writes what failed, by line, to
+FILE.failures.jsonl (PATH.failures.jsonl with --state PATH). Exit 0: all
+imported; 2: some failed; 1: it stopped.
 
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
@@ -56,6 +72,8 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   if (cmd === "encryption-key") return encryptionKey(sub, rest);
+  if (cmd === "migration") return migration(sub, rest);
+  if (cmd === "keys") return keys(sub, rest);
   if (cmd !== "root-key") throw new UsageError(cmd === undefined ? "no command given" : `unknown command '${cmd}'`);
   const { values, positionals } = parseArgs({
     args: rest,
@@ -117,6 +135,110 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   throw new UsageError(sub === undefined ? "root-key needs create, list or revoke" : `unknown root-key command '${sub}'`);
+}
+
+/** parseArgs' own refusals (an unknown option, a missing value) are usage errors too. */
+function usageArgs<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS_")) throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
+const ALGORITHMS: readonly MigrationAlgorithm[] = ["sha256", "github.com/seamapi/prefixed-api-key"];
+
+async function migration(sub: string | undefined, rest: string[]): Promise<void> {
+  if (sub !== "create") throw new UsageError(sub === undefined ? "migration needs create" : `unknown migration command '${sub}'`);
+  const { values } = usageArgs(() => parseArgs({ args: rest, options: { workspace: { type: "string" }, algorithm: { type: "string" } } }));
+  const workspace = values.workspace?.trim();
+  if (!workspace) throw new UsageError("--workspace is required");
+  const algorithm = ALGORITHMS.find((a) => a === values.algorithm);
+  if (algorithm === undefined) throw new UsageError(`--algorithm must be one of ${ALGORITHMS.join(", ")}`);
+  const created = await withDatabase(async (db) => {
+    // An existing workspace only: a typo must not give a migration nobody's root key can use.
+    const ws = await findWorkspaceByName(db.pool, workspace);
+    if (!ws) return undefined;
+    const now = Date.now();
+    const migrationId = newId("mig", now);
+    await insertKeyMigration(db.pool, { id: migrationId, workspaceId: ws.id, algorithm, createdAt: now });
+    return { migrationId, workspaceId: ws.id, algorithm };
+  });
+  if (!created) {
+    log(`no workspace named '${workspace}' (root-key create --workspace makes one)`);
+    process.exitCode = 1;
+    return;
+  }
+  out(created);
+}
+
+async function keys(sub: string | undefined, rest: string[]): Promise<void> {
+  if (sub !== "import") throw new UsageError(sub === undefined ? "keys needs import" : `unknown keys command '${sub}'`);
+  const { values, positionals } = usageArgs(() =>
+    parseArgs({
+      args: rest,
+      options: {
+        api: { type: "string" },
+        migration: { type: "string" },
+        url: { type: "string" },
+        "batch-size": { type: "string" },
+        concurrency: { type: "string" },
+        format: { type: "string" },
+        state: { type: "string" },
+        restart: { type: "boolean" },
+        "allow-http": { type: "boolean" },
+      },
+      allowPositionals: true,
+    }),
+  );
+  const file = positionals[0];
+  if (file === undefined || positionals.length > 1) throw new UsageError("keys import takes one FILE");
+  if (!values.api) throw new UsageError("--api is required (the apiId the keys go into)");
+  if (!values.migration) throw new UsageError("--migration is required (from `keyhold migration create`)");
+  const format = values.format ?? (/\.csv$/i.test(file) ? "csv" : /\.(jsonl|ndjson)$/i.test(file) ? "jsonl" : undefined);
+  if (format !== "csv" && format !== "jsonl") throw new UsageError(values.format === undefined ? `cannot tell the format of ${file} from its name: pass --format jsonl or --format csv` : "--format must be jsonl or csv");
+  const batchSize = wholeNumber("--batch-size", values["batch-size"], MAX_BATCH, 1, MAX_BATCH);
+  const concurrency = wholeNumber("--concurrency", values.concurrency, 2, 1, 8);
+  const url = (values.url ?? process.env.KEYHOLD_URL ?? "http://127.0.0.1:7070").replace(/\/+$/, "");
+  if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) throw new UsageError(`--url must be an http:// or https:// address (got '${url}')`);
+  const host = new URL(url).hostname;
+  if (url.startsWith("http:") && !isLoopback(host) && values["allow-http"] !== true) {
+    throw new UsageError(
+      `--url ${url} is http:// to another machine: the root key would cross the network in cleartext, readable by anyone on the way. Use https://, or pass --allow-http if the network between is trusted`,
+    );
+  }
+  // Never a flag: an argument shows in `ps` and in shell history.
+  const rootKey = process.env.KEYHOLD_ROOT_KEY?.trim();
+  if (!rootKey) {
+    throw new ImportError("KEYHOLD_ROOT_KEY is not set: put a root key with apis.*.create_key in it (it is read from the environment only, never from a flag, which would show in `ps` and shell history)");
+  }
+  const statePath = values.state ?? `${file}.import-state.json`;
+  const summary = await importKeys({
+    file,
+    format: format satisfies Format,
+    apiId: values.api,
+    migrationId: values.migration,
+    url,
+    rootKey,
+    batchSize,
+    concurrency,
+    statePath,
+    failuresPath: failuresPathOf(statePath),
+    restart: values.restart === true,
+  });
+  out(summary);
+  if (summary.failed > 0) process.exitCode = 2;
+}
+
+/** This machine only: localhost, 127.0.0.0/8 and ::1 (URL gives IPv6 hosts in brackets). */
+const isLoopback = (host: string): boolean => host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+
+function wholeNumber(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}`);
+  return n;
 }
 
 async function encryptionKey(sub: string | undefined, rest: string[]): Promise<void> {

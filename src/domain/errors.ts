@@ -22,6 +22,7 @@ export type ErrorCode =
   | "err:svc:data:role_not_found"
   | "err:svc:data:ratelimit_namespace_not_found"
   | "err:svc:data:ratelimit_override_not_found"
+  | "err:svc:data:migration_not_found"
   | "err:svc:data:route_not_found"
   | "err:svc:data:identity_already_exists"
   | "err:svc:data:permission_already_exists"

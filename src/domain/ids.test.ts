@@ -5,7 +5,7 @@ import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { type IdPrefix, newId } from "./ids.js";
 
-const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek"];
+const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek", "mig"];
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 describe("newId", () => {

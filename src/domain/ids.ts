@@ -7,7 +7,7 @@ import bs58 from "bs58";
 // binary collation, which keeps cursor pages stable and roughly chronological.
 const WIDTH = 22; // base58 digits for 16 bytes
 
-export type IdPrefix = "key" | "api" | "ks" | "id" | "perm" | "role" | "rl" | "rlns" | "rlor" | "ws" | "req" | "dek";
+export type IdPrefix = "key" | "api" | "ks" | "id" | "perm" | "role" | "rl" | "rlns" | "rlor" | "ws" | "req" | "dek" | "mig";
 
 // Random bytes are drawn in blocks: one syscall per 256 ids instead of one per id.
 let pool = Buffer.alloc(0);

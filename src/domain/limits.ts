@@ -26,6 +26,13 @@ export const limits = {
   /** Deepest nesting of meta (and any JSON document in a request), on every transport. */
   metaDepth: 32,
   verifyKey: { min: 1, max: 512 },
+  /** verifyKey's migrationId (CONTRACT §3.2.2). */
+  verifyMigrationId: { max: 256 },
+  migrationId: { min: 3, max: 255 },
+  /** Keys per keys.migrateKeys request: ours, not the contract's, so one call is a bounded amount of work. */
+  migrateKeys: { minItems: 1, maxItems: 1000 },
+  /** An imported hash; no supported algorithm makes more than 64 characters (hex SHA-256), and keys.hash holds 64. */
+  migrationHash: { min: 3, max: 64, noTrailingSpace: true },
   permissionQuery: { min: 1, max: 1000 },
   verifyCost: { min: 0, max: 1_000_000_000_000 },
   tags: { maxItems: 20, min: 1, max: 512 },

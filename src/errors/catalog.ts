@@ -36,6 +36,7 @@ export const catalog = {
   "err:svc:data:role_not_found": spec(404, "Not Found", Code.NotFound, "The requested role does not exist."),
   "err:svc:data:ratelimit_namespace_not_found": spec(404, "Not Found", Code.NotFound, "This namespace does not exist."),
   "err:svc:data:ratelimit_override_not_found": spec(404, "Not Found", Code.NotFound, "The requested rate limit override could not be found"),
+  "err:svc:data:migration_not_found": spec(404, "Not Found", Code.NotFound, "The requested key migration does not exist."),
   "err:svc:data:route_not_found": spec(404, "Not Found", Code.Unimplemented, "No operation exists at this path."),
   "err:svc:data:identity_already_exists": spec(409, "Conflict", Code.AlreadyExists, "An identity with this externalId already exists."),
   "err:svc:data:permission_already_exists": spec(409, "Conflict", Code.AlreadyExists, "A permission with this slug already exists."),

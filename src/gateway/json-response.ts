@@ -3,7 +3,8 @@
 //   - every implicit-presence scalar is sent, default included (`valid: false`,
 //     `hasMore: false`); optional scalars and messages only when set;
 //   - 64-bit integers are JSON numbers (ProtoJSON would write strings; the SDK wants numbers);
-//   - empty lists are left out (the contract omits empty arrays);
+//   - empty lists are left out (the contract omits empty arrays), except the
+//     few the contract's answers always carry (ALWAYS_SENT);
 //   - a credits object without a balance gets `remaining: null` (unlimited), the
 //     one nullable response field;
 //   - google.protobuf.Struct fields are the JSON object itself.
@@ -22,6 +23,9 @@ function scalarDefault(t: ScalarType): JsonValue {
   if (t === ScalarType.BOOL) return false;
   return 0;
 }
+
+/** List fields sent even when empty: the SDK requires both of migrateKeys's lists. */
+const ALWAYS_SENT = new Set(["keyhold.v2.MigrateKeysResponse.migrated", "keyhold.v2.MigrateKeysResponse.failed"]);
 
 const writers = new WeakMap<DescMessage, Writer>();
 
@@ -50,9 +54,11 @@ function compile(desc: DescMessage): Writer {
     const json = f.jsonName;
     if (f.fieldKind === "list") {
       const item = valueWriter(f, f.listKind === "message" ? "message" : "scalar", f.listKind === "scalar" ? f.scalar : undefined, f.listKind === "message" ? f.message : undefined);
+      const always = ALWAYS_SENT.has(`${desc.typeName}.${f.name}`);
       return (src: Record<string, unknown>, out: JsonObj) => {
         const v = src[key] as unknown[] | undefined;
         if (v !== undefined && v.length > 0) out[json] = v.map(item);
+        else if (always) out[json] = [];
       };
     }
     if (f.fieldKind === "map") {

@@ -93,6 +93,7 @@ const rules: Record<string, Rule> = {
   "VerifyKeyRequest.key": req(str(limits.verifyKey)),
   "VerifyKeyRequest.permissions": opt(str(limits.permissionQuery)),
   "VerifyKeyRequest.tags": list(limits.tags.maxItems, str(limits.tags)),
+  "VerifyKeyRequest.migrationId": opt(str(limits.verifyMigrationId)),
   "VerifyKeyCredits.cost": opt(num(limits.verifyCost.min, limits.verifyCost.max)),
   "VerifyKeyRatelimit.name": req(str({ min: 3, max: 255 })),
   "VerifyKeyRatelimit.cost": opt(num(0, MAX_SAFE)),
@@ -101,6 +102,17 @@ const rules: Record<string, Rule> = {
   "GetKeyRequest.keyId": keyId,
   "WhoamiRequest.key": req(str(limits.verifyKey)),
   "DeleteKeyRequest.keyId": keyId,
+  "MigrateKeysRequest.migrationId": req(str(limits.migrationId)),
+  "MigrateKeysRequest.apiId": apiId,
+  "MigrateKeysRequest.keys": { ...list(limits.migrateKeys.maxItems, {}, limits.migrateKeys.minItems), required: true },
+  "MigrateKeyData.hash": req(str(limits.migrationHash)),
+  "MigrateKeyData.name": opt(str(limits.keyName)),
+  "MigrateKeyData.externalId": externalId,
+  "MigrateKeyData.meta": meta,
+  "MigrateKeyData.roles": keyRoles,
+  "MigrateKeyData.permissions": keyPermissions,
+  "MigrateKeyData.expires": expires,
+  "MigrateKeyData.ratelimits": ratelimits,
   "UpdateKeyRequest.keyId": keyId,
   "UpdateKeyRequest.name": opt(str(limits.keyName)),
   "UpdateKeyRequest.externalId": externalId,
@@ -225,6 +237,7 @@ export const operationErrors: Record<string, ErrorCode[]> = {
   "keys.addRoles": [KEY_404, ROLE_404],
   "keys.removeRoles": [KEY_404, ROLE_404],
   "keys.setRoles": [KEY_404, ROLE_404],
+  "keys.migrateKeys": [API_404, "err:svc:data:migration_not_found"],
   "identities.createIdentity": ["err:svc:data:identity_already_exists"],
   "identities.getIdentity": [IDENTITY_404],
   "identities.listIdentities": [],
@@ -357,6 +370,8 @@ class Builder {
     for (const f of desc.fields) {
       if (!keep(f)) continue;
       const s = this.outputField(f);
+      // A list the writer sends even empty (json-response.ts ALWAYS_SENT) may be empty.
+      if (Array.isArray(empty[f.jsonName])) delete s.minItems;
       properties[f.jsonName] = empty[f.jsonName] === null ? withNull(s) : s;
     }
     const required = [...Object.keys(empty).filter((k) => properties[k] !== undefined), ...alwaysSent];
@@ -570,7 +585,7 @@ export function openApiDocument(entries: ServiceEntry[], docsBase: string): Sche
     info: {
       title: "keyhold",
       version: "2",
-      description: "API-key management. Every operation is POST /v2/<group>.<operation> with a JSON body; 64-bit integers are JSON numbers.",
+      description: "API-key management. Every operation is `POST /v2/<group>.<operation>` with a JSON body; 64-bit integers are JSON numbers.",
     },
     externalDocs: { url: docsBase },
     security: [{ rootKey: [] }],

@@ -3,6 +3,7 @@ import type { Deps } from "../domain/deps.js";
 import { createKey, deleteKey, getKey, listKeys, whoami } from "../domain/keys/keys.js";
 import { verifyKey } from "../domain/keys/verify.js";
 import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
+import { migrateKeysOp } from "./key-migrations.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
 import { toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
@@ -49,6 +50,7 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
         credits: req.credits === undefined ? undefined : { cost: num(req.credits.cost) },
         ratelimits: req.ratelimits.map((r) => ({ name: r.name, cost: optNum(r.cost), limit: optNum(r.limit), duration: optNum(r.duration) })),
         tags: req.tags,
+        migrationId: req.migrationId,
       });
       if (out.code === "NOT_FOUND") return { valid: false, code: "NOT_FOUND" };
       const k = out.key;
@@ -115,6 +117,7 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
     addRoles: async (req, { principal }) => ({ roles: (await addRoles(deps, principal, req)).map(toRole) }),
     removeRoles: async (req, { principal }) => ({ roles: (await removeRoles(deps, principal, req)).map(toRole) }),
     setRoles: async (req, { principal }) => ({ roles: (await setRoles(deps, principal, req)).map(toRole) }),
+    migrateKeys: migrateKeysOp(deps),
     async listKeys(req, { principal }) {
       const page = await listKeys(deps, principal, req);
       return { keys: page.keys.map(toKeyResponse), pagination: toPagination(page.cursor) };

@@ -154,6 +154,7 @@ const REFS: Record<string, WorldName[]> = {
   role: ["roleName", "roleId"],
   roles: ["roleName"],
   permissions: ["permissionSlug"],
+  migrationId: ["migrationId"],
 };
 
 const CHOICES: Record<string, string[]> = {

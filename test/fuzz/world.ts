@@ -5,6 +5,8 @@
 // and `repair()` has re-created what was deleted.
 import { expect } from "vitest";
 import type { Harness, Res } from "../harness.js";
+import { newId } from "../../src/domain/ids.js";
+import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 
 export interface World {
   rootKey: string;
@@ -21,6 +23,8 @@ export interface World {
   roleName: string;
   roleId: string;
   ratelimitName: string;
+  /** A key migration of the workspace (sha256), for keys.migrateKeys and verifyKey's migrationId. */
+  migrationId: string;
   /** A time one day ahead (for `expires`). */
   future: number;
 }
@@ -63,8 +67,11 @@ export class Worlds {
       roleName: "fuzz_admin",
       roleId: "",
       ratelimitName: "fuzz_rl",
+      migrationId: newId("mig"),
       future: Date.now() + 86_400_000,
     };
+    // Migrations are made by the CLI, never through the API, so no fuzzed request can remove it.
+    await insertKeyMigration(h.db.pool, { id: w.migrationId, workspaceId: h.workspaceId, algorithm: "sha256", createdAt: Date.now() });
     const worlds = new Worlds(h, w);
     await worlds.repair(true);
     return worlds;

@@ -5,9 +5,13 @@
 // an answer about B's own resources; no answer carries anything of A's. Afterwards
 // every row of A (and every row anywhere that points at A) and A's rate-limit
 // counters are exactly as before.
+import { createHash, randomBytes } from "node:crypto";
+import bs58 from "bs58";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectOk, show, uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
+import { newId } from "../../src/domain/ids.js";
+import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 import type { RowDataPacket } from "mysql2/promise";
 import { allOperations, catalogue, fingerprint, idColumn, workspaceIdOf } from "./support.js";
 
@@ -32,6 +36,9 @@ interface A {
   roleId: string;
   roleName: string;
   marker: string;
+  /** A seamapi key migration and a key imported under it, not yet verified (still pending). */
+  migrationId: string;
+  migrated: { keyId: string; key: string };
 }
 
 interface Attempt {
@@ -91,6 +98,15 @@ describe("workspace isolation: B's root key against A's resources", () => {
     // Some use of A's key limits and credits, so the counters are not at their start.
     for (let i = 0; i < 2; i++) expect((await ok("/v2/keys.verifyKey", { key: plain.key }, admin)).valid).toBe(true);
     const wsId = await workspaceIdOf(h.db.pool, wsA);
+    const migrationId = newId("mig");
+    await insertKeyMigration(h.db.pool, { id: migrationId, workspaceId: wsId, algorithm: "github.com/seamapi/prefixed-api-key", createdAt: Date.now() });
+    const long = bs58.encode(randomBytes(18));
+    const migratedKey = `amig_${bs58.encode(randomBytes(6))}_${long}`;
+    const { migrated } = await ok(
+      "/v2/keys.migrateKeys",
+      { migrationId, apiId, keys: [{ hash: createHash("sha256").update(long).digest("hex"), meta: { marker } }] },
+      admin,
+    );
     const [ns] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM ratelimit_namespaces WHERE workspace_id = ?", [wsId]);
     a = {
       wsId,
@@ -107,6 +123,8 @@ describe("workspace isolation: B's root key against A's resources", () => {
       roleId,
       roleName: "a-role",
       marker,
+      migrationId,
+      migrated: { keyId: migrated[0].keyId, key: migratedKey },
     };
     bWs = uid("ws_b");
     bStar = await h.rootKey(["*"], bWs);
@@ -116,7 +134,7 @@ describe("workspace isolation: B's root key against A's resources", () => {
     for (const rows of Object.values(fp)) {
       for (const row of rows) for (const [col, v] of JSON.parse(row) as Array<[string, unknown]>) if (idColumn(col) && typeof v === "string") ids.add(v);
     }
-    secrets = [...ids, ...a.keys.map((k) => k.key), marker];
+    secrets = [...ids, ...a.keys.map((k) => k.key), a.migrated.key, marker];
     expect(secrets).toContain(a.nsId);
     expect(secrets).toContain(a.overrideId);
   });
@@ -141,6 +159,17 @@ describe("workspace isolation: B's root key against A's resources", () => {
       "keys.verifyKey": [
         ...eachKey((k) => ({ key: k.key })),
         ...eachKey((k) => ({ key: k.key, permissions: "a.read", credits: { cost: 5 }, ratelimits: [{ name: "per_key" }, { name: "per_identity" }] })),
+        // A's pending imported key under A's migration: B's caller is not of that workspace.
+        { body: { key: a.migrated.key, migrationId: a.migrationId } },
+      ],
+      "keys.migrateKeys": [
+        {
+          body: {
+            migrationId: a.migrationId,
+            apiId: a.apiId,
+            keys: [{ hash: createHash("sha256").update(a.keys[0]?.key ?? "").digest("base64"), externalId: a.externalId, roles: [a.roleName] }],
+          },
+        },
       ],
       "keys.getKey": [...eachKey((k) => ({ keyId: k.keyId })), ...eachKey((k) => ({ keyId: k.keyId, decrypt: true }))],
       "keys.whoami": eachKey((k) => ({ key: k.key })),

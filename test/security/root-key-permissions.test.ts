@@ -4,6 +4,7 @@
 // catalogue except the needed one (in `*` and specific-resource forms, plus
 // look-alike strings) is refused and changes nothing, and a root key holding only
 // the needed grants succeeds. The table must name every RPC the services define.
+import { createHash, randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import {
@@ -15,6 +16,8 @@ import {
   type OperationPermissions,
 } from "../../src/domain/auth/operation-permissions.js";
 import { expectError, expectOk, show, uid } from "../contract/shared/helpers.js";
+import { newId } from "../../src/domain/ids.js";
+import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 import { bearer, call, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 import { allOperations, catalogue, coversAny, fingerprint, NEW, nearMisses, resolveRules, type Vars, workspaceIdOf } from "./support.js";
@@ -232,6 +235,23 @@ describe("root-key permissions, generated from the permission table", () => {
         },
       }),
     ),
+    {
+      // The table says the identity, role and permission it creates need no further grant.
+      op: "keys.migrateKeys",
+      label: "with a new externalId, role and permission",
+      conditions: [],
+      build: async (c) => {
+        const apiId = await apiOf(c);
+        const migrationId = newId("mig");
+        await insertKeyMigration(h.db.pool, { id: migrationId, workspaceId: c.wsId, algorithm: "sha256", createdAt: Date.now() });
+        const hash = createHash("sha256").update(randomBytes(16)).digest("base64");
+        return {
+          body: { migrationId, apiId, keys: [{ hash, externalId: uid("ext"), roles: [uid("role")], permissions: [uid("new.slug")] }] },
+          vars: { apiId: [apiId] },
+          ok: (d) => expect(d).toEqual({ migrated: [{ hash, keyId: expect.any(String) }], failed: [] }),
+        };
+      },
+    },
 
     { op: "identities.createIdentity", label: "base", conditions: [], build: async () => ({ body: { externalId: uid("user") }, vars: {} }) },
     { op: "identities.getIdentity", label: "by id", conditions: [], build: async (c) => { const i = await identityOf(c); return { body: { identity: i.id }, vars: { identityId: [i.id] } }; } },

@@ -157,6 +157,10 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "keys.addRoles": { rules: [api("update_key"), only("rbac.*.add_role_to_key")] },
   "keys.removeRoles": { rules: [api("update_key"), only("rbac.*.remove_role_from_key")] },
   "keys.setRoles": { rules: [api("update_key"), only("rbac.*.add_role_to_key"), only("rbac.*.remove_role_from_key")] },
+  "keys.migrateKeys": {
+    rules: [api("create_key")],
+    note: "missing identities, permissions and roles are created without rbac or identity grants (CONTRACT §3.2.13, Appendix A)",
+  },
 
   "identities.createIdentity": { rules: [only("identity.*.create_identity")] },
   "identities.getIdentity": { rules: [identity("read_identity")] },

@@ -105,16 +105,20 @@ export function validateRefill(v: Validator, field: string, refill: RefillInput,
 }
 
 /** createKey's credits: remaining (null/absent = unlimited) and an optional refill that needs a balance. */
-export function validateCredits(v: Validator, credits: CreditsInput | undefined): { remaining: number | undefined; refill: Refill | undefined } {
+export function validateCredits(
+  v: Validator,
+  credits: CreditsInput | undefined,
+  field = "credits",
+): { remaining: number | undefined; refill: Refill | undefined } {
   if (credits === undefined) return { remaining: undefined, refill: undefined };
   if (credits.remaining !== undefined && (credits.remaining < 0 || credits.remaining > MAX_SAFE)) {
-    v.add("credits.remaining", `credits.remaining must be between 0 and ${MAX_SAFE} (got ${credits.remaining}).`);
+    v.add(`${field}.remaining`, `${field}.remaining must be between 0 and ${MAX_SAFE} (got ${credits.remaining}).`);
   }
   let refill: Refill | undefined;
   if (credits.refill !== undefined) {
-    refill = validateRefill(v, "credits.refill", credits.refill, { dailyDayIsError: false });
+    refill = validateRefill(v, `${field}.refill`, credits.refill, { dailyDayIsError: false });
     if (credits.remaining === undefined) {
-      v.add("credits.remaining", "`credits.remaining` must be provided when `credits.refill` is set.");
+      v.add(`${field}.remaining`, `\`${field}.remaining\` must be provided when \`${field}.refill\` is set.`);
     }
   }
   return { remaining: credits.remaining, refill };

@@ -9,6 +9,7 @@ import type { LimitCheck } from "../ratelimit/limiter.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
 import { keyRecordByHash } from "./lookup.js";
+import { keyRecordViaMigration } from "./migrated-lookup.js";
 import { evaluateQuery, parseQueryCached, type Query } from "./permission-query.js";
 import type { KeyRecord, RatelimitConfig } from "./record.js";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
@@ -19,6 +20,8 @@ export interface VerifyKeyInput {
   credits?: { cost: number } | undefined;
   ratelimits: Array<{ name: string; cost?: number | undefined; limit?: number | undefined; duration?: number | undefined }>;
   tags: string[];
+  /** A key migration of the caller's workspace to try when the standard lookup misses (§3.2.13). */
+  migrationId?: string | undefined;
 }
 
 export interface RatelimitOutcome {
@@ -67,6 +70,7 @@ function validate(input: VerifyKeyInput): void {
     }
   });
   v.items("tags", input.tags, { maxItems: limits.tags.maxItems, min: limits.tags.min, max: limits.tags.max });
+  v.string("migrationId", input.migrationId, limits.verifyMigrationId);
   v.done();
 }
 
@@ -74,7 +78,10 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   validate(input);
   // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND (§5.4).
   requireSomeGrantFor(p, "apis", "verify_key", "apiId");
-  const key = await keyRecordByHash(deps, hashKey(input.key));
+  const hash = hashKey(input.key);
+  const key =
+    (await keyRecordByHash(deps, hash)) ??
+    (input.migrationId === undefined ? undefined : await keyRecordViaMigration(deps, p, input.key, hash, input.migrationId));
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
   if (key === undefined || key.workspaceId !== p.workspaceId) return NOT_FOUND;

@@ -1,0 +1,100 @@
+// What the benchmarks share: processes pinned to a core, a keyhold server process
+// on free ports, a root-key POST, and a fresh database on DATABASE_URL's server
+// (or the private one) that is dropped afterwards.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { openDatabase } from "../src/storage/db.js";
+import { type PrivateServer, startPrivateServer } from "../src/storage/private-server.js";
+
+export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
+export const root = path.resolve(here, "..", "..");
+export const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
+
+export const hasTaskset = (() => {
+  try {
+    execFileSync("taskset", ["-c", "0", "true"]);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The command line that runs `cmd` on one core (unpinned without taskset). */
+export const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args]);
+
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+export function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+/** keyhold from dist/ on free ports (on core `cpu`, or unpinned with null); resolves when it answers liveness. */
+export async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
+  const port = await freePort();
+  const grpcPort = await freePort();
+  const main = [path.join(root, "dist", "src", "main.js")];
+  const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
+  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error(`keyhold exited with ${child.exitCode}`);
+    if (await fetch(`${base}/v2/liveness`).then((r) => r.ok, () => false)) return { child, base, grpcPort };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("keyhold did not start");
+}
+
+/** POST /v2/<op> with a root key; the answer's data, or an error naming the status. */
+export async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  const json = (await res.json()) as { data: Record<string, unknown> };
+  if (res.status !== 200) throw new Error(`${op}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+export interface BenchDatabase {
+  name: string;
+  /** A DATABASE_URL for it; keyhold creates and migrates it on start. */
+  url: string;
+  /** Drops it and stops the private server, if one was started. */
+  drop(): Promise<void>;
+}
+
+/** A database named `<prefix>_<timestamp>` on DATABASE_URL's server, or on a private one. */
+export async function freshDatabase(prefix: string): Promise<BenchDatabase> {
+  const name = `${prefix}_${Date.now()}`;
+  let server: PrivateServer | undefined;
+  let url: string;
+  if (process.env.DATABASE_URL) {
+    const u = new URL(process.env.DATABASE_URL);
+    u.pathname = `/${name}`;
+    url = u.toString();
+  } else {
+    server = await startPrivateServer({ projectDir: root, log });
+    url = `mysql://root@localhost/${name}?socketPath=${encodeURIComponent(server.socketPath)}`;
+  }
+  return {
+    name,
+    url,
+    async drop() {
+      const db = await openDatabase(url, () => undefined).catch(() => undefined);
+      if (db !== undefined) {
+        await db.pool.query(`DROP DATABASE IF EXISTS \`${name}\``).catch((e: Error) => log(`could not drop ${name}: ${e.message}`));
+        await db.close();
+      }
+      await server?.stop();
+    },
+  };
+}
