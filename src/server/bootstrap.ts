@@ -17,6 +17,7 @@ import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import { registerOpenApi } from "../gateway/openapi.js";
+import { registerDocs } from "../gateway/docs.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
 import { connectRoutes } from "./connect.js";
@@ -114,6 +115,8 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
   });
   // The API description, generated from the same route table (no root key needed).
   registerOpenApi(app, services, config.docsBaseUrl);
+  // Its reference page, rendered from /openapi.json with nothing fetched from elsewhere.
+  registerDocs(app);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) return send(reply, req, err);
