@@ -17,8 +17,10 @@ let failedSteps = 0;
 if (step("proto: buf lint, buf format, gen/ current", process.execPath, [path.join(root, "scripts", "check-gen.mjs")]) !== 0) failedSteps++;
 if (step("proto: buf breaking against every version of proto/ on main", process.execPath, [path.join(root, "scripts", "buf-breaking.mjs")]) !== 0) failedSteps++;
 if (step("typecheck", bin("tsc"), ["--noEmit", "-p", "tsconfig.json"]) !== 0) failedSteps++;
+if (step("typecheck: dashboard", bin("tsc"), ["-p", path.join("dashboard", "tsconfig.json")]) !== 0) failedSteps++;
 // Tests that run the real server or CLI as a process use dist/: build it fresh.
 if (step("build", bin("tsc"), ["-p", "tsconfig.build.json"]) !== 0) failedSteps++;
+if (step("build: dashboard", bin("vite"), ["build", "--config", path.join("dashboard", "vite.config.ts"), "--logLevel", "warn"]) !== 0) failedSteps++;
 
 const report = path.join(root, ".vitest-results.json");
 fs.rmSync(report, { force: true });

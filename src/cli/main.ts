@@ -16,6 +16,10 @@ import { insertRootKey, listRootKeys, revokeRootKey } from "../storage/root-keys
 import { exec } from "../storage/sql.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
+import { isEmail, normalizeEmail } from "../domain/operators/email.js";
+import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
+import { insertOperator, linkWorkspace, OperatorExistsError } from "../storage/operators.js";
+import { readPassword } from "./password-input.js";
 import { failuresPathOf, ImportError, importKeys, MAX_BATCH } from "./import.js";
 import type { Format } from "./import-records.js";
 
@@ -26,6 +30,7 @@ const USAGE = `usage:
   keyhold migration create --workspace <name> --algorithm <sha256|github.com/seamapi/prefixed-api-key>
   keyhold keys import FILE --api <apiId> --migration <migrationId> [--url <url>] [--format jsonl|csv]
                            [--batch-size 1000] [--concurrency 2] [--state PATH] [--restart] [--allow-http]
+  keyhold admin create --email <email> [--workspace <name>] [--password-stdin]
   keyhold migrate
   keyhold encryption-key generate
   keyhold encryption-key rotate
@@ -42,6 +47,10 @@ cross the network in cleartext). It resumes an interrupted run from
 FILE.import-state.json (--state PATH) and writes what failed, by line, to
 FILE.failures.jsonl (PATH.failures.jsonl with --state PATH). Exit 0: all
 imported; 2: some failed; 1: it stopped.
+
+admin create makes a dashboard operator, linked to --workspace (created if
+missing). The password is prompted for (without echo) or, with --password-stdin,
+read from stdin; never from a flag. At least ${MIN_PASSWORD_LENGTH} characters.
 
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
@@ -74,6 +83,7 @@ async function run(argv: string[]): Promise<void> {
   if (cmd === "encryption-key") return encryptionKey(sub, rest);
   if (cmd === "migration") return migration(sub, rest);
   if (cmd === "keys") return keys(sub, rest);
+  if (cmd === "admin") return admin(sub, rest);
   if (cmd !== "root-key") throw new UsageError(cmd === undefined ? "no command given" : `unknown command '${cmd}'`);
   const { values, positionals } = parseArgs({
     args: rest,
@@ -229,6 +239,35 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
   });
   out(summary);
   if (summary.failed > 0) process.exitCode = 2;
+}
+
+async function admin(sub: string | undefined, rest: string[]): Promise<void> {
+  if (sub !== "create") throw new UsageError(sub === undefined ? "admin needs create" : `unknown admin command '${sub}'`);
+  const { values } = usageArgs(() =>
+    parseArgs({ args: rest, options: { email: { type: "string" }, workspace: { type: "string" }, "password-stdin": { type: "boolean" } } }),
+  );
+  const email = normalizeEmail(values.email ?? "");
+  if (email === "") throw new UsageError("--email is required");
+  if (!isEmail(email)) throw new UsageError(`--email '${email}' is not an email address`);
+  const workspace = values.workspace?.trim();
+  if (workspace !== undefined && (workspace === "" || workspace.length > 256)) throw new UsageError("--workspace must be 1-256 characters");
+  // Never a flag: an argument shows in `ps` and in shell history.
+  const password = await readPassword(values["password-stdin"] === true);
+  if (password.length < MIN_PASSWORD_LENGTH) throw new UsageError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw new UsageError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  const passwordHash = await hashPassword(password);
+  const created = await withDatabase(async (db) => {
+    const now = Date.now();
+    const operatorId = await insertOperator(db.pool, { email, passwordHash, now });
+    if (workspace === undefined) return { operatorId, email };
+    const ws = await ensureWorkspace(db.pool, workspace, now);
+    await linkWorkspace(db.pool, operatorId, ws.id, now);
+    return { operatorId, email, workspaceId: ws.id };
+  }).catch((err) => {
+    if (err instanceof OperatorExistsError) throw new UsageError(err.message);
+    throw err;
+  });
+  out(created);
 }
 
 /** This machine only: localhost, 127.0.0.0/8 and ::1 (URL gives IPv6 hosts in brackets). */

@@ -7,6 +7,7 @@ import type { CreditSpender } from "./keys/credits.js";
 import type { KeyRecord } from "./keys/record.js";
 import type { Limiter } from "./ratelimit/limiter.js";
 import type { UsageRecorder } from "./keys/usage.js";
+import type { VerificationCounts } from "./keys/verification-counts.js";
 import type { Vault } from "./keys/vault.js";
 
 export interface Logger {
@@ -32,6 +33,10 @@ export interface Deps {
   overrideCache: RecordCache<{ rows: OverrideRow[] }>;
   limiter: Limiter;
   usage: UsageRecorder;
+  /** Root keys' last-used times, written behind like keys'. */
+  rootKeyUsage: UsageRecorder;
+  /** Verification counts per key and minute, for the usage charts (written behind). */
+  counts: VerificationCounts;
   credits: CreditSpender;
   vault: Vault;
   /** Evicts cached records here at once and tells other instances. */

@@ -21,11 +21,16 @@ import { registerDocs } from "../gateway/docs.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
 import { connectRoutes } from "./connect.js";
+import { dashboardRoutes, sessionAuthenticator } from "./dashboard.js";
+import { dashboardRpcRoutes } from "./dashboard-rpc.js";
+import { dashboardStatic } from "./dashboard-static.js";
 
 export interface ServerOptions {
   config: Config;
   deps: Deps;
   services: ServiceEntry[];
+  /** Where the dashboard's built pages are; dist/dashboard unless a test says otherwise. */
+  dashboardDir?: string;
 }
 
 function fastifyErrorCode(err: FastifyError): { code: ErrorCode; detail?: string } {
@@ -69,10 +74,15 @@ function clientErrorHandler(docsBase: string) {
   };
 }
 
-export async function buildServer({ config, deps, services }: ServerOptions): Promise<FastifyInstance> {
+/** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (Fastify's types take no number). */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
+export async function buildServer({ config, deps, services, dashboardDir }: ServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
+    // Off unless TRUST_PROXY says whose X-Forwarded-For/-Proto to believe (req.ip, req.protocol).
+    trustProxy: typeof config.trustProxy === "number" ? trustHops(config.trustProxy) : config.trustProxy,
     genReqId: () => newId("req"),
     // Per-request logs (and a child logger per request) would cost the hot path;
     // errors are logged with their request id explicitly.
@@ -148,6 +158,17 @@ export async function buildServer({ config, deps, services }: ServerOptions): Pr
   });
 
   await app.register(gatewayPlugin(deps, services));
-  await app.register(fastifyConnectPlugin, { routes: connectRoutes(deps, config.docsBaseUrl, services) });
+  // Operator sign-in for the dashboard; its session also authenticates Connect calls (never JSON or gRPC).
+  await app.register(dashboardRoutes(deps, config));
+  // Its pages: the built bundle in dist/dashboard.
+  await app.register(dashboardStatic(dashboardDir));
+  const rpc = connectRoutes(deps, config.docsBaseUrl, services, sessionAuthenticator(deps, config));
+  const dashboardRpc = dashboardRpcRoutes(deps, config);
+  await app.register(fastifyConnectPlugin, {
+    routes: (router) => {
+      rpc(router);
+      dashboardRpc(router);
+    },
+  });
   return app;
 }

@@ -26,6 +26,15 @@ describe("loadConfig", () => {
     for (const name of ["PORT=", "GRPC_PORT=99999", "DATABASE_URL", "LOG_LEVEL", "DOCS_BASE_URL", "KEYHOLD_ENCRYPTION_KEY"]) expect(problems).toContain(name);
   });
 
+  it("reads TRUST_PROXY: off by default, true, a hop count, or addresses/CIDRs; anything else is refused", () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: "2" }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: "127.0.0.1, 10.0.0.0/8,::1" }).trustProxy).toEqual(["127.0.0.1", "10.0.0.0/8", "::1"]);
+    for (const bad of ["yes", "10.0.0.0/33", "10.0.0.1,", "lb.internal"]) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY/);
+  });
+
   describe("key-encryption keys", () => {
     const K1 = Buffer.alloc(32, 1).toString("base64");
     const K2 = Buffer.alloc(32, 2).toString("base64");
@@ -102,5 +111,12 @@ describe("loadConfig", () => {
 
   it("refuses the same port for HTTP and gRPC", () => {
     expect(() => loadConfig({ PORT: "9000", GRPC_PORT: "9000" })).toThrow(/PORT and GRPC_PORT must differ/);
+  });
+
+  it("keeps usage counts 90 days unless USAGE_RETENTION_DAYS says otherwise (1-3650)", () => {
+    expect(loadConfig({}).usageRetentionDays).toBe(90);
+    expect(loadConfig({ USAGE_RETENTION_DAYS: "7" }).usageRetentionDays).toBe(7);
+    expect(() => loadConfig({ USAGE_RETENTION_DAYS: "0" })).toThrow(/USAGE_RETENTION_DAYS=0 is out of range \(expected 1-3650\)/);
+    expect(() => loadConfig({ USAGE_RETENTION_DAYS: "a month" })).toThrow(/USAGE_RETENTION_DAYS="a month" is not a whole number/);
   });
 });

@@ -1,6 +1,7 @@
 // Configuration comes from the environment, validated once at start. Every bad
 // value gets its own clear message; all of them are reported together.
 
+import { isIP } from "node:net";
 export interface Config {
   databaseUrl: string | undefined;
   host: string;
@@ -33,6 +34,20 @@ export interface Config {
   redisUrl: string | undefined;
   /** How rate limits are answered while Redis is unreachable. */
   ratelimitWhenRedisDown: "local" | "open" | "closed";
+  /** How long verification counts (the usage charts) are kept. */
+  usageRetentionDays: number;
+  /** Dashboard sessions end after this long unused… */
+  dashboardSessionIdleMs: number;
+  /** …or this long after sign-in. */
+  dashboardSessionMaxMs: number;
+  /** The session cookie's Secure attribute: "auto" = when the request came over https. */
+  dashboardCookieSecure: "auto" | "always" | "never";
+  /** Sign-in attempts allowed per email, and per client address, in each window. */
+  dashboardSignInPerEmail: number;
+  dashboardSignInPerIp: number;
+  dashboardSignInWindowMs: number;
+  /** Fastify's trustProxy: whose X-Forwarded-For/-Proto to believe (false = nobody's). */
+  trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {
@@ -139,8 +154,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     problems.push(`RATELIMIT_WHEN_REDIS_DOWN=${JSON.stringify(env.RATELIMIT_WHEN_REDIS_DOWN)} is not one of ${WHEN_REDIS_DOWN.join(", ")}`);
   }
 
+  const cookieSecure = (env.DASHBOARD_COOKIE_SECURE ?? "auto").trim().toLowerCase() || "auto";
+  const COOKIE_SECURE: Record<string, Config["dashboardCookieSecure"]> = { auto: "auto", true: "always", always: "always", false: "never", never: "never" };
+  if (COOKIE_SECURE[cookieSecure] === undefined) {
+    problems.push(`DASHBOARD_COOKIE_SECURE=${JSON.stringify(env.DASHBOARD_COOKIE_SECURE)} is not one of auto, true, false`);
+  }
+
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY);
+  if (trustProxy === undefined) problems.push(`TRUST_PROXY=${JSON.stringify(env.TRUST_PROXY)} is not true, false, a hop count, or a comma-separated list of IPs/CIDRs`);
+
   const config: Config = {
     databaseUrl,
+    trustProxy: trustProxy ?? false,
     host: env.HOST && env.HOST !== "" ? env.HOST : "0.0.0.0",
     port: int("PORT", 7070, 0, 65535),
     grpcPort: int("GRPC_PORT", 7071, 0, 65535),
@@ -161,6 +186,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     dbQueryTimeoutMs: int("DB_QUERY_TIMEOUT_MS", 15_000, 100, 3_600_000),
     redisUrl,
     ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
+    usageRetentionDays: int("USAGE_RETENTION_DAYS", 90, 1, 3_650),
+    dashboardSessionIdleMs: int("DASHBOARD_SESSION_IDLE_MS", 12 * 3_600_000, 60_000, 30 * 86_400_000),
+    dashboardSessionMaxMs: int("DASHBOARD_SESSION_MAX_MS", 7 * 86_400_000, 60_000, 90 * 86_400_000),
+    dashboardCookieSecure: COOKIE_SECURE[cookieSecure] ?? "auto",
+    dashboardSignInPerEmail: int("DASHBOARD_SIGNIN_PER_EMAIL", 10, 1, 1_000_000),
+    dashboardSignInPerIp: int("DASHBOARD_SIGNIN_PER_IP", 50, 1, 1_000_000),
+    dashboardSignInWindowMs: int("DASHBOARD_SIGNIN_WINDOW_MS", 15 * 60_000, 1_000, 86_400_000),
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     problems.push(`HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
@@ -168,4 +200,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
   if (config.port !== 0 && config.port === config.grpcPort) problems.push(`PORT and GRPC_PORT must differ (both ${config.port})`);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** TRUST_PROXY: unset or false, true, a hop count, or addresses/CIDRs; undefined when it is none of them. */
+function parseTrustProxy(raw: string | undefined): Config["trustProxy"] | undefined {
+  const v = (raw ?? "").trim().toLowerCase();
+  if (v === "" || v === "false") return false;
+  if (v === "true") return true;
+  if (/^\d{1,3}$/.test(v)) return Number(v);
+  const valid = (p: string) => {
+    const [ip, bits, extra] = p.split("/");
+    const family = isIP(ip ?? "");
+    if (family === 0 || extra !== undefined) return false;
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  };
+  const list = v.split(",").map((p) => p.trim());
+  return list.every(valid) ? list : undefined;
 }

@@ -13,6 +13,10 @@ import { metricsOf } from "./metrics.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import type { Call, ServiceEntry } from "../services/types.js";
+import type { Principal } from "../domain/auth/principal.js";
+
+/** Authenticates a call some other way than a root key (the dashboard's session). */
+export type Authenticator = () => Promise<Principal>;
 
 /** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
 export async function invokeRpc(
@@ -22,7 +26,8 @@ export async function invokeRpc(
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
   op: (req: any, call: any) => Promise<any>,
   req: unknown,
-  authorization: string | undefined,
+  /** The Authorization header (a root key), or another way to authenticate the call. */
+  authorization: string | undefined | Authenticator,
   requestId: string,
   idempotencyKey?: string,
   /** Told when the answer is a stored response replayed for a retry. */
@@ -30,7 +35,7 @@ export async function invokeRpc(
 ): Promise<unknown> {
   let workspaceId: string | undefined;
   try {
-    const principal = await authenticate(deps, authorization);
+    const principal = typeof authorization === "function" ? await authorization() : await authenticate(deps, authorization);
     workspaceId = principal.workspaceId;
     const call: Call = { principal, requestId, idempotencyKey };
     const response = await op(req, call);
@@ -47,7 +52,11 @@ export async function invokeRpc(
   }
 }
 
-export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntry[]) {
+/**
+ * `sessionAuth`, when given, authenticates calls that carry no Authorization
+ * header (the dashboard's session cookie); a root key always takes precedence.
+ */
+export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntry[], sessionAuth?: (headers: Headers) => Promise<Principal>) {
   const metrics = metricsOf(deps);
   return (router: ConnectRouter): void => {
     for (const { service, ops } of entries) {
@@ -68,7 +77,8 @@ export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntr
               `${service.typeName}/${method.name}`,
               op,
               req,
-              ctx.requestHeader.get("authorization") ?? undefined,
+              ctx.requestHeader.get("authorization") ??
+                (sessionAuth === undefined ? undefined : () => sessionAuth(ctx.requestHeader)),
               requestId,
               ctx.requestHeader.get("idempotency-key") ?? undefined,
               () => ctx.responseHeader.set("idempotent-replayed", "true"),

@@ -5,14 +5,16 @@ import { systemClock, type Clock } from "../domain/clock.js";
 import type { Deps, InvalidationKind, Logger } from "../domain/deps.js";
 import { keyRecordSize, type KeyRecord } from "../domain/keys/record.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
+import { VerificationCounts } from "../domain/keys/verification-counts.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { MemoryLimiter, type Limiter } from "../domain/ratelimit/limiter.js";
 import { touchKeys } from "../storage/keys.js";
+import { addVerificationCounts, sweepVerificationUsage } from "../storage/usage.js";
 import { observeStatements } from "../storage/sql.js";
 import { metricsOf } from "./metrics.js";
 import { RedisLimiter } from "../storage/redis-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
-import type { RootKeyRecord } from "../storage/root-keys.js";
+import { type RootKeyRecord, touchRootKeys } from "../storage/root-keys.js";
 import { DatabaseVault } from "../storage/vault.js";
 import type { Config } from "./config.js";
 import { loadKeyring } from "./encryption-key.js";
@@ -24,6 +26,8 @@ export interface Runtime {
   /** Names of the parts currently running degraded (e.g. ["redis"]); empty when all is well. */
   degraded: () => string[];
 }
+
+const USAGE_SWEEP_EVERY_MS = 15 * 60_000;
 
 export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock): Runtime {
   const cacheOpts = {
@@ -66,6 +70,20 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   });
   const usage = new UsageRecorder((batch) => touchKeys(pool, batch), (err) => log.warn({ err }, "could not record key usage"));
   usage.start();
+  const rootKeyUsage = new UsageRecorder((batch) => touchRootKeys(pool, batch), (err) => log.warn({ err }, "could not record root key usage"));
+  rootKeyUsage.start();
+  const counts = new VerificationCounts(
+    (rows) => addVerificationCounts(pool, rows),
+    (err, pendingRows) => log.warn({ err, pendingRows }, "could not write verification counts; they are kept for the next try"),
+    { onDrop: (dropped) => log.warn({ dropped }, "verification counts dropped: too many rows waiting for the database") },
+  );
+  counts.start();
+  // Old counts are deleted now and then, by every instance (a sweep with nothing to do is one cheap statement).
+  const sweepUsage = setInterval(() => {
+    const before = clock.now() - config.usageRetentionDays * 86_400_000;
+    sweepVerificationUsage(pool, before).catch((err: unknown) => log.warn({ err }, "could not delete old verification counts"));
+  }, USAGE_SWEEP_EVERY_MS);
+  sweepUsage.unref();
   // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
   const limiter: Limiter =
     config.redisUrl !== undefined
@@ -85,6 +103,8 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     overrideCache,
     limiter,
     usage,
+    rootKeyUsage,
+    counts,
     credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadKeyring(config, log), log),
     invalidate: (kind, id) => invalidations.publish(kind, id),
@@ -93,13 +113,17 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   };
   const metrics = metricsOf(deps);
   metrics.watch(deps, pool, config.redisUrl !== undefined);
+  metrics.watchCounts(counts);
   observeStatements((seconds, ok) => metrics.statement(seconds, ok));
   return {
     deps,
     invalidations,
     async close() {
       invalidations.stop();
+      clearInterval(sweepUsage);
       await usage.stop();
+      await rootKeyUsage.stop();
+      await counts.stop();
       await limiter.close();
     },
     degraded,

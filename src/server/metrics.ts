@@ -11,6 +11,7 @@ interface CacheFigures {
   readonly size: number;
 }
 import type { Deps } from "../domain/deps.js";
+import type { VerificationCounts } from "../domain/keys/verification-counts.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -130,6 +131,28 @@ export class Metrics {
       collect() {
         this.reset();
         if (redisConfigured) this.set(deps.degraded().includes("redis") ? 0 : 1);
+      },
+    });
+  }
+
+  /** The usage charts' write-behind, read at scrape time. */
+  watchCounts(counts: Pick<VerificationCounts, "pendingRows" | "dropped">): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: "keyhold_usage_pending_buckets",
+      help: "Verification-count rows (key or API, minute, outcome) held in memory, waiting to be written.",
+      registers,
+      collect() {
+        this.set(counts.pendingRows);
+      },
+    });
+    new Counter({
+      name: "keyhold_usage_dropped_total",
+      help: "Counts left out of the usage charts because too many rows were waiting to be written (a verification of a key counts on the key and on its API).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(counts.dropped);
       },
     });
   }

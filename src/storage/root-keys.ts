@@ -1,4 +1,4 @@
-import { exec, one, optNum, rows, type Queryable } from "./sql.js";
+import { exec, one, optNum, placeholders, rows, type Queryable } from "./sql.js";
 
 export interface RootKeyRecord {
   id: string;
@@ -67,4 +67,20 @@ export async function revokeRootKey(db: Queryable, keyId: string, now: number): 
   if (!r) return undefined;
   await exec(db, "UPDATE root_keys SET deleted_at_m = ? WHERE id = ? AND deleted_at_m IS NULL", [now, keyId]);
   return String(r.hash);
+}
+
+/** Writes root keys' last-used times (the write-behind's flush): one UPDATE per 1,000 keys. */
+export async function touchRootKeys(db: Queryable, used: Map<string, number>): Promise<void> {
+  const all = [...used.keys()];
+  for (let i = 0; i < all.length; i += 1000) {
+    const ids = all.slice(i, i + 1000);
+    const params: (string | number)[] = [];
+    for (const id of ids) params.push(id, used.get(id) ?? 0);
+    // COALESCE: the column is NULL until first use, and GREATEST with NULL is NULL.
+    await exec(
+      db,
+      `UPDATE root_keys SET last_used_at_m = GREATEST(COALESCE(last_used_at_m, 0), CASE id ${ids.map(() => "WHEN ? THEN ?").join(" ")} ELSE 0 END) WHERE id IN (${placeholders(ids.length)})`,
+      [...params, ...ids],
+    );
+  }
 }

@@ -21,10 +21,10 @@ describe("DataGuard", () => {
     expect(changed.sort()).toEqual(["apis", "key_auth"]);
   });
 
-  it("sees an in-place update of one column (a last-used time written behind)", async () => {
+  it("sees an in-place update of one column (a last-used time written behind) and a usage count", async () => {
     const k = await key(h, rk, await api(h, rk));
     const { changed } = await guard.run(() => h.post("/v2/keys.verifyKey", { key: k.key }, rk), () => true);
-    expect(changed).toEqual(["keys"]);
+    expect(changed.sort()).toEqual(["keys", "verification_usage"]);
   });
 
   it("reports nothing for reads, or for an answer that was not a refusal", async () => {

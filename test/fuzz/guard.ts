@@ -117,10 +117,13 @@ export class DataGuard {
     return this.conn.end();
   }
 
-  /** One statement: per table, the row count and an order-independent digest of every column of every row. */
+  /**
+   * One statement: per table, the row count and an order-independent digest of every column of every row
+   * (but a root key's last use, written even for a refused request: the key did authenticate).
+   */
   private async describeTables(): Promise<void> {
     const [rows] = await this.conn.query(
-      "SELECT table_name AS t, GROUP_CONCAT(CONCAT('QUOTE(`', column_name, '`)') ORDER BY ordinal_position SEPARATOR ', ') AS cols FROM information_schema.columns WHERE table_schema = DATABASE() GROUP BY table_name",
+      "SELECT table_name AS t, GROUP_CONCAT(CONCAT('QUOTE(`', column_name, '`)') ORDER BY ordinal_position SEPARATOR ', ') AS cols FROM information_schema.columns WHERE table_schema = DATABASE() AND NOT (table_name = 'root_keys' AND column_name = 'last_used_at_m') GROUP BY table_name",
     );
     this.digestSql = (rows as Array<{ t: string; cols: string }>)
       .map(({ t, cols }) => `SELECT '${t}' AS t, COUNT(*) AS n, COALESCE(BIT_XOR(CONV(LEFT(MD5(CONCAT_WS(',', ${cols})), 16), 16, 10)), 0) AS d FROM \`${t}\``)
@@ -138,11 +141,15 @@ export class DataGuard {
    */
   async run<T>(send: () => Promise<T>, refused: (result: T) => boolean): Promise<{ result: T; changed: string[] }> {
     await this.h.deps.usage.flush();
+    await this.h.deps.counts.flush();
+    await this.h.deps.rootKeyUsage.flush();
     await this.conn.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
     try {
       this.writes = 0;
       const result = await send();
       await this.h.deps.usage.flush();
+      await this.h.deps.counts.flush();
+      await this.h.deps.rootKeyUsage.flush();
       if (this.writes === 0 || !refused(result)) return { result, changed: [] };
       const before = await this.digest();
       await this.conn.query("COMMIT");

@@ -61,6 +61,8 @@ describe("bad-input regressions", () => {
     const k = await key(h, rk, apiId);
     const lastUsed = async () => {
       await h.deps.usage.flush();
+      await h.deps.counts.flush();
+      await h.deps.rootKeyUsage.flush();
       return count(h, "SELECT last_used_at_m AS n FROM `keys` WHERE id = ?", [k.keyId]);
     };
     const res = await h.post("/v2/keys.verifyKey", { key: k.key, ratelimits: [{ name: "not_on_this_key" }] }, rk);

@@ -274,6 +274,8 @@ describe("workspace isolation: B's root key against A's resources", () => {
   it("every operation with B's keys gives 404/403 (or acts inside B), reveals nothing of A, and changes none of A's rows or counters", async () => {
     const before = await probe();
     await h.deps.usage.flush();
+    await h.deps.counts.flush();
+    await h.deps.rootKeyUsage.flush();
     const rows = await fingerprint(h.db.pool, a.wsId);
     expect(Object.values(rows).flat().length).toBeGreaterThan(20);
 
@@ -285,6 +287,8 @@ describe("workspace isolation: B's root key against A's resources", () => {
     await sweep(bStar, true);
 
     await h.deps.usage.flush();
+    await h.deps.counts.flush();
+    await h.deps.rootKeyUsage.flush();
     expect(await fingerprint(h.db.pool, a.wsId)).toEqual(rows);
     expect(await probe()).toEqual(before);
   });
@@ -308,6 +312,8 @@ describe("workspace isolation: B's root key against A's resources", () => {
   it("the checks above can fail: a change A makes shows in the fingerprint and in the probe", async () => {
     const before = await probe();
     await h.deps.usage.flush();
+    await h.deps.counts.flush();
+    await h.deps.rootKeyUsage.flush();
     const rows = await fingerprint(h.db.pool, a.wsId);
     await ok("/v2/ratelimit.limit", { namespace: a.nsName, identifier: "u1", limit: 100, duration: MONTH, cost: 1 }, a.admin);
     expect(await probe()).not.toEqual(before);

@@ -86,6 +86,9 @@ async function tables(pool: Pool): Promise<Map<string, string[]>> {
   return out;
 }
 
+/** Left out of fingerprints: a root key's last use, written even when the request is refused (the key did authenticate). */
+const BOOKKEEPING = new Set(["root_keys.last_used_at_m"]);
+
 const show = (v: unknown): unknown => (Buffer.isBuffer(v) ? `hex:${v.toString("hex")}` : v);
 
 /**
@@ -109,13 +112,16 @@ export async function fingerprint(pool: Pool, workspaceId: string): Promise<Reco
         refs.map(() => list),
       );
       found[table] = rows;
-      for (const r of rows) for (const c of refs) if (typeof r[c] === "string") ids.add(r[c] as string);
+      // An empty id (a usage row's "no key") refers to nothing: following it would pull in every workspace.
+      for (const r of rows) for (const c of refs) if (typeof r[c] === "string" && r[c] !== "") ids.add(r[c] as string);
     }
     if (ids.size === before) break;
   }
   const out: Record<string, string[]> = {};
   for (const [table, rows] of Object.entries(found)) {
-    out[table] = rows.map((r) => JSON.stringify(Object.entries(r).map(([k, v]) => [k, show(v)]))).sort();
+    out[table] = rows
+      .map((r) => JSON.stringify(Object.entries(r).filter(([k]) => !BOOKKEEPING.has(`${table}.${k}`)).map(([k, v]) => [k, show(v)])))
+      .sort();
   }
   return out;
 }

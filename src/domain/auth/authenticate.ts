@@ -38,5 +38,7 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (record.expiresAt !== undefined && deps.clock.now() > record.expiresAt) {
     throw new AppError("err:svc:authorization:forbidden", "The root key has expired.");
   }
+  // Memory only: the write-behind stores it in a batch later.
+  deps.rootKeyUsage.record(record.id, deps.clock.now());
   return { workspaceId: record.workspaceId, rootKeyId: record.id, permissions: record.permissions };
 }

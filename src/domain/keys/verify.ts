@@ -84,8 +84,10 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     (input.migrationId === undefined ? undefined : await keyRecordViaMigration(deps, p, input.key, hash, input.migrationId));
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
-  if (key === undefined || key.workspaceId !== p.workspaceId) return NOT_FOUND;
-  if (!holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) return NOT_FOUND;
+  if (key === undefined || key.workspaceId !== p.workspaceId || !holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) {
+    deps.counts.recordWorkspace(p.workspaceId, deps.clock.now(), "NOT_FOUND");
+    return NOT_FOUND;
+  }
 
   // A malformed query is the caller's error whatever the key's state (§5.3 step 10).
   const query: Query | undefined = input.permissions === undefined ? undefined : parseQueryCached(input.permissions);
@@ -94,6 +96,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   // Every outcome counts as a use; a request refused with an error (an unknown rate limit, 412) does not.
   const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[] = []): VerifyOutcome => {
     deps.usage.record(key.id, now);
+    deps.counts.recordKey(key.workspaceId, key.apiId, key.id, now, code);
     return { valid: code === "VALID", code, key, credits, ratelimits };
   };
 

@@ -96,6 +96,8 @@ describe("keys.getKey 200", () => {
     const before = Date.now();
     await verifyKey(h, key);
     await h.deps.usage.flush();
+    await h.deps.counts.flush();
+    await h.deps.rootKeyUsage.flush();
     const used = expectOk(await getKey(h, keyId)).lastUsedAt;
     expect(used).toBeTypeOf("number");
     expect(used).toBeGreaterThanOrEqual(before - 1_000);

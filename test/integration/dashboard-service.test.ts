@@ -1,0 +1,225 @@
+// keyhold.dashboard.v1.DashboardService through the generated Connect client,
+// with an operator's session: workspaces, root keys (created, used, listed with
+// last use, revoked), APIs, usage and rate-limit namespaces. Security refusals are in test/security/dashboard.test.ts.
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError, type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { beforeAll, describe, expect, it } from "vitest";
+import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
+import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
+import { hashPassword } from "../../src/domain/operators/password.js";
+import { insertOperator, linkWorkspace } from "../../src/storage/operators.js";
+import { uid } from "../contract/shared/helpers.js";
+import { useHarness } from "../harness.js";
+
+const PASSWORD = "dashboard service password";
+
+async function refusal(p: Promise<unknown>): Promise<{ code: Code; detail: string | undefined; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectError);
+    const e = err as ConnectError;
+    return { code: e.code, detail: e.findDetails(ErrorDetailSchema)[0]?.code, message: e.rawMessage };
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("DashboardService with an operator session", () => {
+  const h = useHarness();
+  let dash: Client<typeof DashboardService>;
+  let base: string;
+  let operatorId: string;
+
+  beforeAll(async () => {
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    const email = `${uid("op")}@example.test`;
+    operatorId = await insertOperator(h.db.pool, { email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    await linkWorkspace(h.db.pool, operatorId, h.workspaceId, Date.now());
+    const res = await fetch(`${base}/dashboard/api/sign-in`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: base },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    });
+    expect(res.status).toBe(200);
+    const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const { csrfToken } = (await res.json()) as { csrfToken: string };
+    const transport = createConnectTransport({
+      httpVersion: "1.1",
+      baseUrl: base,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("cookie", cookie);
+          req.header.set("origin", base);
+          req.header.set("x-csrf-token", csrfToken);
+          return next(req);
+        },
+      ],
+    });
+    dash = createClient(DashboardService, transport);
+  });
+
+  it("lists the operator's workspaces and creates one the operator then belongs to", async () => {
+    const before = await dash.listWorkspaces({});
+    expect(before.workspaces.map((w) => w.id)).toEqual([h.workspaceId]);
+    const name = uid("created");
+    const { workspace } = await dash.createWorkspace({ name });
+    expect(workspace).toMatchObject({ id: expect.stringMatching(/^ws_/), name });
+    const after = await dash.listWorkspaces({});
+    expect(after.workspaces.map((w) => w.id).sort()).toEqual([h.workspaceId, workspace?.id].sort());
+    // Its root keys and APIs are reachable at once.
+    expect((await dash.listApis({ workspaceId: workspace?.id as string })).apis).toEqual([]);
+  });
+
+  it("refuses a workspace name already taken (never joins it) and a bad name", async () => {
+    const taken = uid("taken");
+    await h.rootKey(["*"], taken); // makes the workspace, without this operator
+    const dup = await refusal(dash.createWorkspace({ name: taken }));
+    expect(dup.code).toBe(Code.FailedPrecondition);
+    expect((await dash.listWorkspaces({})).workspaces.map((w) => w.name)).not.toContain(taken);
+    const empty = await refusal(dash.createWorkspace({ name: "" }));
+    expect(empty.code).toBe(Code.InvalidArgument);
+    expect(empty.message).toContain("name");
+    expect((await refusal(dash.createWorkspace({ name: "x".repeat(257) }))).code).toBe(Code.InvalidArgument);
+  });
+
+  it("creates a root key shown once that works on the JSON API, lists it, and revokes it", async () => {
+    const created = await dash.createRootKey({ workspaceId: h.workspaceId, name: "ci deploys", permissions: ["apis.*.create_api", "apis.*.read_api"] });
+    expect(created.keyId).toMatch(/^key_/);
+    expect(created.rootKey.length).toBeGreaterThan(20);
+
+    const api = await h.post("/v2/apis.createApi", { name: "made-with-dashboard-key" }, created.rootKey);
+    expect(api.status, api.text).toBe(200);
+    const denied = await h.post("/v2/apis.deleteApi", { apiId: api.body.data.apiId }, created.rootKey);
+    expect(denied.status).toBe(403);
+
+    const listed = await dash.listRootKeys({ workspaceId: h.workspaceId });
+    const mine = listed.rootKeys.find((k) => k.keyId === created.keyId);
+    expect(mine).toMatchObject({ name: "ci deploys", start: created.rootKey.slice(0, 8), permissions: ["apis.*.create_api", "apis.*.read_api"] });
+    expect(mine?.createdAt).toBeGreaterThan(0n);
+    expect(JSON.stringify(listed.rootKeys, (_k, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain(created.rootKey);
+
+    await dash.revokeRootKey({ workspaceId: h.workspaceId, keyId: created.keyId });
+    const after = await h.post("/v2/apis.createApi", { name: "after-revoke" }, created.rootKey);
+    expect(after.status).toBe(401);
+    expect((await dash.listRootKeys({ workspaceId: h.workspaceId })).rootKeys.map((k) => k.keyId)).not.toContain(created.keyId);
+    const again = await refusal(dash.revokeRootKey({ workspaceId: h.workspaceId, keyId: created.keyId }));
+    expect(again.code).toBe(Code.NotFound);
+  });
+
+  it("lists a root key's last use: none before it authenticates, its time after the write-behind flushes", async () => {
+    const created = await dash.createRootKey({ workspaceId: h.workspaceId, name: "last use", permissions: ["apis.*.read_api"] });
+    const listed = async () => (await dash.listRootKeys({ workspaceId: h.workspaceId })).rootKeys.find((k) => k.keyId === created.keyId);
+    expect((await listed())?.lastUsedAt).toBeUndefined();
+
+    const before = Date.now();
+    // A refused operation still authenticated the key: it counts as used.
+    expect((await h.post("/v2/apis.listKeys", { apiId: "api_missing" }, created.rootKey)).status).not.toBe(401);
+    await h.deps.rootKeyUsage.flush();
+    const used = (await listed())?.lastUsedAt;
+    expect(used).toBeDefined();
+    expect(used as bigint).toBeGreaterThanOrEqual(BigInt(before));
+    expect(used as bigint).toBeLessThanOrEqual(BigInt(Date.now()));
+
+    // A later flush with an older time never moves it back.
+    h.deps.rootKeyUsage.record(created.keyId, 1);
+    await h.deps.rootKeyUsage.flush();
+    expect((await listed())?.lastUsedAt).toBe(used);
+  });
+
+  it("validates root-key permissions like the CLI", async () => {
+    const none = await refusal(dash.createRootKey({ workspaceId: h.workspaceId, permissions: [] }));
+    expect(none.code).toBe(Code.InvalidArgument);
+    expect(none.message).toContain("permissions");
+    const bad = await refusal(dash.createRootKey({ workspaceId: h.workspaceId, permissions: ["apis.*.create_key", "no spaces allowed"] }));
+    expect(bad.code).toBe(Code.InvalidArgument);
+    expect(bad.message).toContain("permissions[1]");
+  });
+
+  it("lists the workspace's live APIs", async () => {
+    const admin = await h.rootKey(["*"]);
+    const a = (await h.post("/v2/apis.createApi", { name: "listed-one" }, admin)).body.data.apiId as string;
+    const b = (await h.post("/v2/apis.createApi", { name: "listed-two" }, admin)).body.data.apiId as string;
+    await h.post("/v2/apis.deleteApi", { apiId: b }, admin);
+    const { apis } = await dash.listApis({ workspaceId: h.workspaceId });
+    expect(apis.find((x) => x.id === a)).toMatchObject({ name: "listed-one" });
+    expect(apis.map((x) => x.id)).not.toContain(b);
+  });
+
+  it("returns verification counts by outcome for an API and for a key", async () => {
+    const admin = await h.rootKey(["*"]);
+    const apiId = (await h.post("/v2/apis.createApi", { name: "usage-api" }, admin)).body.data.apiId as string;
+    const created = await h.post("/v2/keys.createKey", { apiId }, admin);
+    const { key, keyId } = created.body.data as { key: string; keyId: string };
+    const start = Date.now();
+    for (let i = 0; i < 3; i++) expect((await h.post("/v2/keys.verifyKey", { key }, admin)).body.data.code).toBe("VALID");
+    await h.post("/v2/keys.updateKey", { keyId, enabled: false }, admin);
+    expect((await h.post("/v2/keys.verifyKey", { key }, admin)).body.data.code).toBe("DISABLED");
+    await h.deps.counts.flush();
+    await h.deps.rootKeyUsage.flush();
+
+    const range = { workspaceId: h.workspaceId, from: BigInt(start - 60_000), to: BigInt(Date.now() + 60_000), granularity: Granularity.HOUR };
+    const total = (points: Array<{ outcome: string; count: bigint }>) => {
+      const byOutcome: Record<string, number> = {};
+      for (const p of points) byOutcome[p.outcome] = (byOutcome[p.outcome] ?? 0) + Number(p.count);
+      return byOutcome;
+    };
+    expect(total((await dash.getUsage({ ...range, apiId })).points)).toEqual({ VALID: 3, DISABLED: 1 });
+    expect(total((await dash.getUsage({ ...range, apiId, keyId })).points)).toEqual({ VALID: 3, DISABLED: 1 });
+
+    const noGranularity = await refusal(dash.getUsage({ ...range, apiId, granularity: Granularity.UNSPECIFIED }));
+    expect(noGranularity.code).toBe(Code.InvalidArgument);
+    expect(noGranularity.message).toContain("granularity");
+    const backwards = await refusal(dash.getUsage({ ...range, apiId, from: range.to, to: range.from }));
+    expect(backwards.code).toBe(Code.InvalidArgument);
+  });
+
+  it("creates, lists and deletes rate-limit namespaces; a deleted one answers 410 at once", async () => {
+    const admin = await h.rootKey(["*"]);
+    const name = uid("ns");
+    const { namespace } = await dash.createNamespace({ workspaceId: h.workspaceId, name });
+    expect(namespace).toMatchObject({ id: expect.stringMatching(/^rlns_/), name });
+    expect(namespace?.createdAt).toBeGreaterThan(0n);
+    const id = namespace?.id as string;
+    expect((await dash.listNamespaces({ workspaceId: h.workspaceId })).namespaces.find((n) => n.id === id)).toMatchObject({ name });
+
+    // Used by ratelimit.limit (which caches it), and by name on the override operations.
+    const limit = () => h.post("/v2/ratelimit.limit", { namespace: name, identifier: "u1", limit: 5, duration: 60_000 }, admin);
+    expect((await limit()).body.data.success).toBe(true);
+    expect((await h.post("/v2/ratelimit.setOverride", { namespace: id, identifier: "vip", limit: 50, duration: 60_000 }, admin)).status).toBe(200);
+
+    const dup = await refusal(dash.createNamespace({ workspaceId: h.workspaceId, name }));
+    expect(dup.code).toBe(Code.FailedPrecondition);
+
+    await dash.deleteNamespace({ workspaceId: h.workspaceId, namespaceId: id });
+    expect((await dash.listNamespaces({ workspaceId: h.workspaceId })).namespaces.map((n) => n.id)).not.toContain(id);
+    // The cached namespace was evicted: the next limit sees the deletion.
+    const gone = await limit();
+    expect(gone.status).toBe(410);
+    expect(gone.body.error.type).toContain("ratelimit_namespace_gone");
+    // A deleted namespace keeps its name, as ratelimit.limit would not recreate it.
+    expect((await refusal(dash.createNamespace({ workspaceId: h.workspaceId, name }))).code).toBe(Code.FailedPrecondition);
+    expect((await refusal(dash.deleteNamespace({ workspaceId: h.workspaceId, namespaceId: id }))).code).toBe(Code.NotFound);
+  });
+
+  it("validates namespace names like ratelimit.limit and refuses a namespace of another workspace", async () => {
+    for (const bad of ["", "x".repeat(513), "trailing "]) {
+      const r = await refusal(dash.createNamespace({ workspaceId: h.workspaceId, name: bad }));
+      expect(r.code, JSON.stringify(bad)).toBe(Code.InvalidArgument);
+      expect(r.message).toContain("name");
+    }
+    expect((await dash.createNamespace({ workspaceId: h.workspaceId, name: "y".repeat(512) })).namespace?.name).toHaveLength(512);
+
+    // A namespace in a workspace this operator does not belong to: not found through this workspace.
+    const otherWorkspace = uid("other-ns-ws");
+    const other = await h.rootKey(["*"], otherWorkspace);
+    const otherName = uid("theirs");
+    expect((await h.post("/v2/ratelimit.limit", { namespace: otherName, identifier: "u", limit: 1, duration: 1000 }, other)).status).toBe(200);
+    const [row] = (await h.db.pool.query("SELECT id FROM ratelimit_namespaces WHERE name = ?", [otherName]))[0] as Array<{ id: string }>;
+    const theirs = await refusal(dash.deleteNamespace({ workspaceId: h.workspaceId, namespaceId: row?.id as string }));
+    expect(theirs.code).toBe(Code.NotFound);
+    expect((await h.post("/v2/ratelimit.limit", { namespace: otherName, identifier: "u", limit: 1, duration: 1000 }, other)).status).toBe(200);
+    expect((await refusal(dash.deleteNamespace({ workspaceId: h.workspaceId, namespaceId: "" }))).code).toBe(Code.InvalidArgument);
+  });
+});
