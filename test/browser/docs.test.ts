@@ -15,6 +15,12 @@ import { ROOT, type ServerProcess, startServer } from "../server-process.js";
 const SCREENSHOT = path.join(ROOT, "test-results", "docs.png");
 /** The first screen alone, at a size a person can read. */
 const FIRST_SCREEN = path.join(ROOT, "test-results", "docs-first-screen.png");
+/** Scrolls to the first section Scalar has not drawn yet; answers how many there were. */
+const SCROLL_TO_FIRST_PLACEHOLDER = `(() => {
+  const all = document.querySelectorAll('[data-placeholder="true"]');
+  all[0]?.scrollIntoView();
+  return all.length;
+})()`;
 const METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
 
 interface Operation {
@@ -80,9 +86,16 @@ describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
   });
 
   it("saves a full-page screenshot to test-results/docs.png", { timeout: 120_000 }, async () => {
-    // Scalar draws a section when it is scrolled to: the rest (the models) are drawn too.
-    const pending = page.locator('[data-placeholder="true"]');
-    while ((await pending.count()) > 0) await pending.first().scrollIntoViewIfNeeded();
+    // Scalar draws a section when it is scrolled to, so the rest (the models) are
+    // scrolled to as well. Scrolled from the page rather than with a locator: a
+    // placeholder Scalar has hidden (a collapsed group) would never become visible
+    // and a locator's scroll would wait for it until the test timed out.
+    const deadline = Date.now() + 60_000;
+    let pending = Number.POSITIVE_INFINITY;
+    while (pending > 0 && Date.now() < deadline) {
+      pending = (await page.evaluate(SCROLL_TO_FIRST_PLACEHOLDER)) as number;
+      await page.waitForTimeout(20);
+    }
     await page.getByRole("heading", { name: title, level: 1 }).scrollIntoViewIfNeeded();
     await page.getByRole("heading", { name: title, level: 1 }).waitFor({ state: "visible" });
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
