@@ -29,7 +29,9 @@ import { insertRootKey, revokeRootKey } from "../storage/root-keys.js";
 import { queryUsage, type UsageGranularity } from "../storage/usage.js";
 import type { Config } from "./config.js";
 import { invokeRpc } from "./connect.js";
-import { callSession, operatorActor } from "./dashboard.js";
+import { callSession, OPERATOR_GRANTS, operatorActor } from "./dashboard.js";
+import { searchKeys } from "../domain/keys/keys.js";
+import { toKeyResponse } from "../services/mappers.js";
 
 /** A grant as the CLI accepts it. */
 const PERMISSION = /^[a-zA-Z0-9_.*:\-]{1,256}$/;
@@ -180,6 +182,14 @@ function dashboardOps(deps: Deps): DashboardOps {
       // Cached lookups of it end here at once, and on other instances on their next poll.
       await deps.invalidate("namespace", req.namespaceId);
       return {};
+    },
+
+    async searchKeys(req, operatorId) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      // As keys.listKeys would answer this operator in the workspace (their grants there are `*`).
+      const principal = { workspaceId, rootKeyId: operatorActor(operatorId), permissions: OPERATOR_GRANTS };
+      const found = await searchKeys(deps, principal, { apiId: req.apiId, query: req.query, limit: req.limit === 0 ? undefined : req.limit });
+      return { keys: found.keys.map(toKeyResponse), hasMore: found.more };
     },
   };
 }

@@ -29,7 +29,7 @@ export const WORKSPACE_HEADER = "x-keyhold-workspace";
 export const CSRF_HEADER = "x-csrf-token";
 
 /** What an operator may do in a workspace they belong to: everything. One array, so permission checks memoise on it. */
-const OPERATOR_GRANTS: readonly string[] = Object.freeze(["*"]);
+export const OPERATOR_GRANTS: readonly string[] = Object.freeze(["*"]);
 
 /** The root-key id a session acts as (idempotency records are scoped by it). */
 export const operatorActor = (operatorId: string): string => `op:${operatorId}`;

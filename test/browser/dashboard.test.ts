@@ -208,8 +208,10 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByLabel("Search keys").fill("user_e2e");
     await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
     await page.getByLabel("Search keys").fill("no such key");
-    await page.getByText("No loaded key matches").waitFor();
+    await page.getByText("No key matches").waitFor();
     await page.getByLabel("Search keys").fill(keyId.slice(-6));
+    await page.getByRole("link", { name: keyId }).waitFor();
+    await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
     await shot("api");
     await page.getByRole("link", { name: keyId }).click();
     await page.getByRole("heading", { name: `Key ${keyId}` }).waitFor();

@@ -222,4 +222,90 @@ describe("DashboardService with an operator session", () => {
     expect((await h.post("/v2/ratelimit.limit", { namespace: otherName, identifier: "u", limit: 1, duration: 1000 }, other)).status).toBe(200);
     expect((await refusal(dash.deleteNamespace({ workspaceId: h.workspaceId, namespaceId: "" }))).code).toBe(Code.InvalidArgument);
   });
+
+  describe("SearchKeys", () => {
+    let admin: string;
+    let apiId: string;
+    /** Keys made in order: the last ones lie beyond the first page of apis.listKeys (100). */
+    const made: Array<{ keyId: string; key: string; name: string }> = [];
+
+    beforeAll(async () => {
+      admin = await h.rootKey(["*"]);
+      apiId = (await h.post("/v2/apis.createApi", { name: "searched" }, admin)).body.data.apiId as string;
+      for (let i = 0; i < 105; i++) {
+        const name = i === 104 ? "Checkout Service" : i === 103 ? "100%_off" : `filler-${i}`;
+        const body: Record<string, unknown> = { apiId, name, prefix: i === 102 ? "zz" : "sk" };
+        if (i === 101) body.externalId = "Org_Acme";
+        const res = await h.post("/v2/keys.createKey", body, admin);
+        expect(res.status).toBe(200);
+        made.push({ keyId: res.body.data.keyId, key: res.body.data.key, name });
+      }
+      // A deleted key never matches.
+      const gone = await h.post("/v2/keys.createKey", { apiId, name: "checkout deleted" }, admin);
+      await h.post("/v2/keys.deleteKey", { keyId: gone.body.data.keyId }, admin);
+    });
+
+    const search = (query: string, limit = 0) => dash.searchKeys({ workspaceId: h.workspaceId, apiId, query, limit });
+    const ids = async (query: string) => (await search(query)).keys.map((k) => k.keyId);
+
+    it("finds a key beyond the first page by name, ignoring case, as keys.getKey describes it", async () => {
+      const last = made[104];
+      const found = await search("checkout");
+      expect(found.hasMore).toBe(false);
+      expect(found.keys.map((k) => k.keyId)).toEqual([last?.keyId]);
+      const direct = (await h.post("/v2/keys.getKey", { keyId: last?.keyId }, admin)).body.data;
+      expect(found.keys[0]).toMatchObject({ keyId: direct.keyId, start: direct.start, name: "Checkout Service", enabled: true });
+      expect(found.keys[0]?.plaintext).toBeUndefined();
+      const firstPage = (await h.post("/v2/apis.listKeys", { apiId, limit: 100 }, admin)).body.data as Array<{ keyId: string }>;
+      expect(firstPage.map((k) => k.keyId)).not.toContain(last?.keyId);
+    });
+
+    it("finds keys by part of the id, by start, and by the identity's externalId in any case", async () => {
+      const k = made[50] as { keyId: string; key: string };
+      expect(await ids(k.keyId)).toEqual([k.keyId]);
+      expect(await ids(k.keyId.slice(-8))).toEqual([k.keyId]);
+      expect(await ids("zz_")).toEqual([made[102]?.keyId]);
+      expect(await ids((made[102]?.key ?? "").slice(0, 6))).toEqual([made[102]?.keyId]);
+      expect(await ids("org_acme")).toEqual([made[101]?.keyId]);
+      const byExternal = (await search("ORG_ACME")).keys[0];
+      expect(byExternal?.identity?.externalId).toBe("Org_Acme");
+    });
+
+    it("takes % and _ literally, and answers an empty list when nothing matches", async () => {
+      expect(await ids("100%_")).toEqual([made[103]?.keyId]);
+      expect(await ids("%")).toEqual([made[103]?.keyId]);
+      expect(await ids("no such key anywhere")).toEqual([]);
+    });
+
+    it("returns at most the limit, in id order, and says more match", async () => {
+      const page = await search("filler-", 10);
+      expect(page.keys).toHaveLength(10);
+      expect(page.hasMore).toBe(true);
+      expect(page.keys.map((k) => k.keyId)).toEqual(made.slice(0, 10).map((m) => m.keyId));
+      const all = await search("filler-");
+      expect(all.keys).toHaveLength(50);
+      expect(all.hasMore).toBe(true);
+    });
+
+    it("refuses a bad query, limit or API, and an API of another workspace", async () => {
+      for (const [query, limit, field] of [["", 0, "query"], ["x".repeat(257), 0, "query"], ["x", 101, "limit"]] as const) {
+        const r = await refusal(search(query, limit));
+        expect(r.code).toBe(Code.InvalidArgument);
+        expect(r.message).toContain(field);
+      }
+      const noApi = await refusal(dash.searchKeys({ workspaceId: h.workspaceId, apiId: "", query: "x" }));
+      expect(noApi.code).toBe(Code.InvalidArgument);
+      expect(noApi.message).toContain("apiId");
+      expect((await refusal(dash.searchKeys({ workspaceId: h.workspaceId, apiId: "api_missing", query: "x" }))).code).toBe(Code.NotFound);
+      const otherName = uid("search-other");
+      const other = await h.rootKey(["*"], otherName);
+      const theirApi = (await h.post("/v2/apis.createApi", { name: "theirs" }, other)).body.data.apiId as string;
+      expect((await h.post("/v2/keys.createKey", { apiId: theirApi, name: "checkout" }, other)).status).toBe(200);
+      // Their API through this operator's workspace: not found; their workspace itself: forbidden.
+      expect((await refusal(dash.searchKeys({ workspaceId: h.workspaceId, apiId: theirApi, query: "checkout" }))).code).toBe(Code.NotFound);
+      const [ws] = (await h.db.pool.query("SELECT id FROM workspaces WHERE name = ?", [otherName]))[0] as Array<{ id: string }>;
+      const theirs = await refusal(dash.searchKeys({ workspaceId: ws?.id as string, apiId: theirApi, query: "checkout" }));
+      expect(theirs.code).toBe(Code.PermissionDenied);
+    });
+  });
 });

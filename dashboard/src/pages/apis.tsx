@@ -1,6 +1,6 @@
-// APIs: the workspace's list, create, delete (asked first); one API's keys with
-// a search over the loaded pages, and its usage.
-import { useState } from "preact/hooks";
+// APIs: the workspace's list, create, delete (asked first); one API's keys, a
+// page at a time, with a search over all of them on the server, and its usage.
+import { useEffect, useState } from "preact/hooks";
 import type { KeyResponseData } from "../../../gen/keyhold/v2/resources_pb.js";
 import { apis, dashboard } from "../api.js";
 import { UsagePanel } from "../usage.js";
@@ -73,14 +73,54 @@ function useKeys(apiId: string) {
   return { loaded: { ...first, data: keys }, hasMore: extra.cursor !== undefined, loadMore, more };
 }
 
-const matches = (k: KeyResponseData, q: string) =>
-  [k.keyId, k.name ?? "", k.start, k.identity?.externalId ?? ""].some((s) => s.toLowerCase().includes(q));
+/** How long typing must pause before the search is sent. */
+const SEARCH_PAUSE_MS = 250;
+const SEARCH_LIMIT = 50;
+
+/** The API's keys matching `query` (all of them, searched by the server), once typing pauses. */
+function useKeySearch(workspaceId: string, apiId: string, query: string) {
+  const [sent, setSent] = useState(query);
+  useEffect(() => {
+    const t = setTimeout(() => setSent(query), SEARCH_PAUSE_MS);
+    return () => clearTimeout(t);
+  }, [query]);
+  const found = useLoad(
+    async (): Promise<{ keys: KeyResponseData[]; hasMore: boolean }> =>
+      sent === "" ? { keys: [], hasMore: false } : dashboard.searchKeys({ workspaceId, apiId, query: sent, limit: SEARCH_LIMIT }),
+    [workspaceId, apiId, sent],
+  );
+  return { sent, found };
+}
+
+function KeyTable({ apiId, keys }: { apiId: string; keys: KeyResponseData[] }) {
+  return (
+    <Table
+      columns={["Key", "Name", "External id", "Status", "Created"]}
+      items={keys}
+      rowKey={(k) => k.keyId}
+      cells={(k) => (
+        <>
+          <td>
+            <Link to={`/apis/${apiId}/keys/${k.keyId}`}>
+              <code>{k.keyId}</code>
+            </Link>{" "}
+            <code class="muted">{k.start}…</code>
+          </td>
+          <td>{k.name ?? "—"}</td>
+          <td>{k.identity?.externalId ?? "—"}</td>
+          <td>{k.enabled ? "Enabled" : <strong>Disabled</strong>}</td>
+          <td>{when(k.createdAt)}</td>
+        </>
+      )}
+    />
+  );
+}
 
 export function ApiPage({ workspaceId, apiId }: { workspaceId: string; apiId: string }) {
   const api = useLoad(() => apis.getApi({ apiId }), [apiId]);
   const keys = useKeys(apiId);
   const [query, setQuery] = useState("");
-  const q = query.trim().toLowerCase();
+  const search = useKeySearch(workspaceId, apiId, query.trim());
   return (
     <section>
       <p class="crumbs">
@@ -92,42 +132,33 @@ export function ApiPage({ workspaceId, apiId }: { workspaceId: string; apiId: st
       </p>
       <UsagePanel workspaceId={workspaceId} apiId={apiId} />
       <h2>Keys</h2>
-      <Field label="Search keys" hint="By id, name, start or externalId; searches the keys loaded so far (load more to search further).">
+      <Field label="Search keys" hint="By id, the first characters of the key (start), name or externalId, over all of this API's keys.">
         <input type="search" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
       </Field>
-      <ListState loaded={keys.loaded} empty="This API has no keys yet. Create them with a root key (keys.createKey).">
-        {(items) => {
-          const shown = q === "" ? items : items.filter((k) => matches(k, q));
-          if (shown.length === 0) return <p class="empty">No loaded key matches “{query}”.</p>;
-          return (
-            <Table
-              columns={["Key", "Name", "External id", "Status", "Created"]}
-              items={shown}
-              rowKey={(k) => k.keyId}
-              cells={(k) => (
-                <>
-                  <td>
-                    <Link to={`/apis/${apiId}/keys/${k.keyId}`}>
-                      <code>{k.keyId}</code>
-                    </Link>{" "}
-                    <code class="muted">{k.start}…</code>
-                  </td>
-                  <td>{k.name ?? "—"}</td>
-                  <td>{k.identity?.externalId ?? "—"}</td>
-                  <td>{k.enabled ? "Enabled" : <strong>Disabled</strong>}</td>
-                  <td>{when(k.createdAt)}</td>
-                </>
-              )}
-            />
-          );
-        }}
-      </ListState>
-      {keys.hasMore && (
-        <button type="button" onClick={() => void keys.loadMore()} disabled={keys.more.busy}>
-          {keys.more.busy ? "Loading…" : "Load more keys"}
-        </button>
+      {query.trim() !== search.sent ? (
+        <Spinner label="Searching…" />
+      ) : search.sent !== "" ? (
+        <ListState loaded={{ ...search.found, data: search.found.data?.keys }} empty={`No key matches “${search.sent}”.`}>
+          {(items) => (
+            <>
+              <KeyTable apiId={apiId} keys={items} />
+              {search.found.data?.hasMore && <p class="hint">Only the first {SEARCH_LIMIT} matches are shown: narrow the search.</p>}
+            </>
+          )}
+        </ListState>
+      ) : (
+        <>
+          <ListState loaded={keys.loaded} empty="This API has no keys yet. Create them with a root key (keys.createKey).">
+            {(items) => <KeyTable apiId={apiId} keys={items} />}
+          </ListState>
+          {keys.hasMore && (
+            <button type="button" onClick={() => void keys.loadMore()} disabled={keys.more.busy}>
+              {keys.more.busy ? "Loading…" : "Load more keys"}
+            </button>
+          )}
+          {keys.more.error && <ErrorNote message={keys.more.error} />}
+        </>
       )}
-      {keys.more.error && <ErrorNote message={keys.more.error} />}
       <p>
         <button type="button" class="link" onClick={() => navigate("/apis")}>
           Back to the APIs

@@ -1,6 +1,6 @@
 // keys.createKey, getKey, whoami, listKeys, deleteKey.
 import { findLiveApi } from "../../storage/apis.js";
-import { insertKeyRow, insertRatelimits, findLiveKeyById, findLiveKeyByHash, listLiveKeys } from "../../storage/keys.js";
+import { insertKeyRow, insertRatelimits, findLiveKeyById, findLiveKeyByHash, listLiveKeys, searchLiveKeys } from "../../storage/keys.js";
 import {
   ensurePermissions,
   findLiveIdentityIdByExternalId,
@@ -232,6 +232,25 @@ export async function listKeys(deps: Deps, p: Principal, input: ListKeysInput): 
     identityId,
   });
   return { keys: await withPlaintext(deps, p.workspaceId, page.keys, input.decrypt ?? false), cursor: page.next };
+}
+
+/** The dashboard's search of an API's keys (by id, start, name or externalId), with listKeys's grants. */
+export async function searchKeys(
+  deps: Deps,
+  p: Principal,
+  input: { apiId: string; query: string; limit?: number | undefined },
+): Promise<{ keys: KeyView[]; more: boolean }> {
+  const v = new Validator();
+  v.required("apiId", input.apiId, { min: 1, max: 255, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
+  v.required("query", input.query, { min: 1, max: 256 });
+  v.number("limit", input.limit, { min: 1, max: 100 });
+  v.done();
+  requireAny(p, apiPermission(input.apiId, "read_key"));
+  requireAny(p, apiPermission(input.apiId, "read_api"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  if (!api) throw apiNotFound();
+  const found = await searchLiveKeys(deps.pool, { workspaceId: p.workspaceId, keyAuthId: api.keyAuthId, text: input.query, limit: input.limit ?? 50 });
+  return { keys: await withPlaintext(deps, p.workspaceId, found.keys, false), more: found.more };
 }
 
 export async function deleteKey(deps: Deps, p: Principal, input: { keyId: string; permanent?: boolean | undefined }): Promise<void> {
