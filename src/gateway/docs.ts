@@ -7,8 +7,12 @@
 // page's Content-Security-Policy holds it to that: it may load and connect to
 // nothing but this origin.
 import { createHash } from "node:crypto";
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
 import scalar from "@scalar/fastify-api-reference";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+const gzipAsync = promisify(gzip);
 
 const INLINE_SCRIPT = /<script\b[^>]*>([\s\S]*?)<\/script>/g;
 
@@ -32,13 +36,73 @@ function contentSecurityPolicy(html: string): string {
   ].join("; ");
 }
 
+/**
+ * Scalar's script is 4.3 MB and the plugin sends it whole on every load. It is
+ * sent gzipped (1.3 MB) to clients that accept it, compressed once and kept,
+ * with an ETag, so a reload costs a 304 instead of the script; `no-cache`
+ * (revalidate every time) rather than a max-age, so an upgraded keyhold's
+ * script is never stale.
+ */
+interface PackedScript {
+  etag: string;
+  gzipped: Promise<Buffer>;
+}
+/** By path: a script's content is the installed package's file, fixed for the life of the process. */
+const packed = new Map<string, PackedScript>();
+
+function packScript(path: string, source: string | Buffer): PackedScript {
+  let script = packed.get(path);
+  if (script === undefined) {
+    const gzipped = gzipAsync(source, { level: 9 });
+    // A failure is met where it is awaited; this only keeps it from being unhandled meanwhile.
+    gzipped.catch(() => undefined);
+    script = { etag: `"${createHash("sha256").update(source).digest("base64url").slice(0, 27)}"`, gzipped };
+    packed.set(path, script);
+  }
+  return script;
+}
+
+/** Whether Accept-Encoding allows gzip (by name or `*`, with a q above 0). */
+function acceptsGzip(header: string | string[] | undefined): boolean {
+  return String(header ?? "")
+    .split(",")
+    .some((part) => {
+      const [name, ...params] = part.split(";").map((x) => x.trim().toLowerCase());
+      if (name !== "gzip" && name !== "*") return false;
+      const q = params.find((p) => p.startsWith("q="));
+      return q === undefined || Number(q.slice(2)) > 0;
+    });
+}
+
+async function sendScript(req: FastifyRequest, reply: FastifyReply, payload: string | Buffer): Promise<string | Buffer | null> {
+  const script = packScript(req.url.split("?")[0] ?? req.url, payload);
+  reply.header("etag", script.etag);
+  reply.header("cache-control", "no-cache");
+  reply.header("vary", "accept-encoding");
+  const known = req.headers["if-none-match"];
+  if (typeof known === "string" && known.split(",").some((t) => t.trim() === script.etag)) {
+    reply.code(304);
+    reply.removeHeader("content-length");
+    // No body at all (not an empty one), so Fastify sends no Content-Length either.
+    return null;
+  }
+  if (!acceptsGzip(req.headers["accept-encoding"])) return payload;
+  const body = await script.gzipped;
+  reply.header("content-encoding", "gzip");
+  reply.header("content-length", body.length);
+  return body;
+}
+
 /** Registers GET /docs (and Scalar's script under /docs/js/). Its hook is scoped to these routes only. */
 export function registerDocs(app: FastifyInstance): void {
   void app.register(async (scope) => {
-    scope.addHook("onSend", async (_req, reply, payload) => {
+    scope.addHook("onSend", async (req, reply, payload) => {
       const type = reply.getHeader("content-type");
       if (typeof payload === "string" && typeof type === "string" && type.startsWith("text/html")) {
         reply.header("content-security-policy", contentSecurityPolicy(payload));
+      }
+      if (reply.statusCode === 200 && (typeof payload === "string" || Buffer.isBuffer(payload)) && typeof type === "string" && type.startsWith("application/javascript")) {
+        return sendScript(req, reply, payload);
       }
       return payload;
     });
