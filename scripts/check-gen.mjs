@@ -27,7 +27,7 @@ try {
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-gen-"));
 try {
-  const template = fs.readFileSync(path.join(root, "buf.gen.yaml"), "utf8").replace(/out: gen/, `out: ${tmp}`);
+  const template = fs.readFileSync(path.join(root, "buf.gen.yaml"), "utf8").replace(/out: gen/g, `out: ${tmp}`);
   run(["generate", "--template", template]);
   const diff = [];
   const walk = (dir, rel = "") => {

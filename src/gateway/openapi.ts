@@ -20,6 +20,7 @@ import type { ServiceEntry } from "../services/types.js";
 import { checkBody } from "./json-check.js";
 import { messageToJson, shapeResponse } from "./json-response.js";
 import { type Route, routeTable } from "./plugin.js";
+import { protoComments } from "../../gen/keyhold/proto_comments.js";
 
 type Schema = Record<string, unknown>;
 
@@ -319,9 +320,15 @@ class Builder {
       if (rule?.required === true) required.add(f.jsonName);
       let s = { ...this.inputField(f, rule), ...(rule?.schema ?? {}) };
       if (acceptsNull(desc, f)) s = withNull(s);
-      properties[f.jsonName] = s;
+      properties[f.jsonName] = described(s, fieldComment(desc, f));
     }
-    return { type: "object", additionalProperties: false, properties, ...(required.size > 0 ? { required: [...required] } : {}) };
+    return {
+      type: "object",
+      ...described({}, protoComments[desc.typeName]),
+      additionalProperties: false,
+      properties,
+      ...(required.size > 0 ? { required: [...required] } : {}),
+    };
   }
 
   private inputField(f: DescField, rule: Rule | undefined): Schema {
@@ -372,10 +379,10 @@ class Builder {
       const s = this.outputField(f);
       // A list the writer sends even empty (json-response.ts ALWAYS_SENT) may be empty.
       if (Array.isArray(empty[f.jsonName])) delete s.minItems;
-      properties[f.jsonName] = empty[f.jsonName] === null ? withNull(s) : s;
+      properties[f.jsonName] = described(empty[f.jsonName] === null ? withNull(s) : s, fieldComment(desc, f));
     }
     const required = [...Object.keys(empty).filter((k) => properties[k] !== undefined), ...alwaysSent];
-    return { type: "object", properties, ...(required.length > 0 ? { required } : {}) };
+    return { type: "object", ...described({}, protoComments[desc.typeName]), properties, ...(required.length > 0 ? { required } : {}) };
   }
 
   private outputField(f: DescField): Schema {
@@ -490,8 +497,10 @@ function operation(b: Builder, route: Route, docsBase: string): Schema {
     required: ["meta", "data", ...(pagination !== undefined ? ["pagination"] : [])],
     properties: { meta: ref("schemas", "Meta"), data, ...(pagination !== undefined ? { pagination } : {}) },
   };
+  const doc = protoComments[route.rpc];
   return {
     operationId: route.path,
+    ...(doc === undefined ? {} : { summary: summaryOf(doc), description: doc }),
     tags: [route.group],
     ...(changing ? { parameters: [ref("parameters", "IdempotencyKey")] } : {}),
     requestBody: { required: true, content: { "application/json": { schema: body } } },
@@ -504,6 +513,25 @@ function operation(b: Builder, route: Route, docsBase: string): Schema {
       ...errorResponses([...common, ...(changing ? idempotency : []), ...(operationErrors[route.path] ?? [])], docsBase),
     },
   };
+}
+
+/**
+ * A proto comment's first clause without the RPC's name, as plain text (renderers
+ * show summaries unformatted): "CreateKey issues a key; …" → "Issues a key".
+ */
+function summaryOf(comment: string): string {
+  // Up to a semicolon or a full stop that ends a sentence (not the dot of `data.keys`).
+  const first = (/^(.*?)(?:;|\.(?:\s|$))/.exec(comment)?.[1] ?? comment).trim().replace(/^[A-Z]\w*\s+/, "");
+  const plain = first.replaceAll("`", "");
+  return plain.charAt(0).toUpperCase() + plain.slice(1);
+}
+
+/** A field's proto comment, when it has one. */
+const fieldComment = (desc: DescMessage, f: DescField): string | undefined => protoComments[`${desc.typeName}.${f.name}`];
+
+/** The schema with a description added, when there is one. */
+function described(s: Schema, description: string | undefined): Schema {
+  return description === undefined ? s : { ...s, description };
 }
 
 function aliasBody(b: Builder, desc: DescMessage): Schema {
@@ -519,6 +547,8 @@ function aliasBody(b: Builder, desc: DescMessage): Schema {
 function livenessOperation(id: string): Schema {
   return {
     operationId: id,
+    summary: "Tells whether the process is running",
+    description: "Needs no root key. 200 while the process runs; readiness (database, Redis) is GET /readyz.",
     tags: ["liveness"],
     security: [],
     responses: {

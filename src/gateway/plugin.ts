@@ -96,6 +96,8 @@ function parseBody(req: FastifyRequest): unknown {
 
 export interface Route {
   path: string;
+  /** The RPC's full name (`keyhold.v2.KeysService.CreateKey`). */
+  rpc: string;
   group: string;
   input: DescMessage;
   output: DescMessage;
@@ -110,7 +112,7 @@ export function routeTable(entries: ServiceEntry[]): Route[] {
     for (const method of service.methods) {
       const op = ops[method.localName];
       if (op === undefined) throw new Error(`no implementation for ${service.typeName}.${method.name}`);
-      routes.push({ path: `${group}.${method.localName}`, group, input: method.input, output: method.output, op });
+      routes.push({ path: `${group}.${method.localName}`, rpc: `${service.typeName}.${method.name}`, group, input: method.input, output: method.output, op });
     }
   }
   return routes;

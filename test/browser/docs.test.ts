@@ -26,6 +26,8 @@ const METHODS = new Set(["get", "put", "post", "delete", "options", "head", "pat
 interface Operation {
   method: string;
   path: string;
+  /** The section's heading: the operation's summary (from the protos' comments), or its path without one. */
+  title: string;
 }
 
 describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
@@ -44,10 +46,10 @@ describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
     // biome-ignore lint/suspicious/noExplicitAny: the document is walked, not typed
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as any;
     title = doc.info.title;
-    operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, item]) =>
-      Object.keys(item)
-        .filter((m) => METHODS.has(m))
-        .map((m) => ({ method: m.toUpperCase(), path: p })),
+    operations = Object.entries(doc.paths as Record<string, Record<string, { summary?: string }>>).flatMap(([p, item]) =>
+      Object.entries(item)
+        .filter(([m]) => METHODS.has(m))
+        .map(([m, op]) => ({ method: m.toUpperCase(), path: p, title: op.summary ?? p })),
     );
     ({ browser, page, offHost, errors } = await openWatchedPage(server.url));
   });
@@ -71,10 +73,10 @@ describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
   it("renders every operation of /openapi.json", { timeout: 120_000 }, async () => {
     expect(operations.length).toBeGreaterThan(30);
     const missing: string[] = [];
-    for (const { method, path: p } of operations) {
+    for (const { method, path: p, title: opTitle } of operations) {
       // Scalar's section of an operation is `<document>/tag/<tag>/<METHOD><path>`, drawn when scrolled to.
       const slot = page.locator(`[id$="/${method}${p}"]`).first();
-      const heading = page.locator(`section[id$="/${method}${p}"]`).getByRole("heading", { name: p, exact: true });
+      const heading = page.locator(`section[id$="/${method}${p}"]`).getByRole("heading", { name: opTitle, exact: true });
       try {
         await slot.scrollIntoViewIfNeeded({ timeout: 10_000 });
         await heading.waitFor({ state: "visible", timeout: 10_000 });

@@ -4,6 +4,7 @@
 import { dereference, validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
+import { protoComments } from "../../gen/keyhold/proto_comments.js";
 import { catalog } from "../../src/errors/catalog.js";
 import { operationErrors } from "../../src/gateway/openapi.js";
 import { routeTable } from "../../src/gateway/plugin.js";
@@ -163,5 +164,29 @@ describe("OpenAPI document", () => {
     const res = await h.post("/v2/apis.getApi", { apiId: "api_missing" }, await h.rootKey(["*"]));
     expect(res.status).toBe(404);
     expect(Object.keys(res.body.error).sort()).toEqual(["detail", "status", "title", "type"]);
+  });
+
+  it("describes every operation, body and field with the protos' comments", async () => {
+    const doc = await served();
+    for (const r of routeTable(services(h.deps))) {
+      const op = doc.paths[`/v2/${r.path}`].post;
+      expect(op.description, r.path).toBe(protoComments[r.rpc]);
+      expect(op.summary, r.path).toMatch(/^[A-Z]/);
+      expect(op.summary.length, r.path).toBeLessThan(op.description.length);
+    }
+    expect(doc.paths["/v2/keys.createKey"].post.summary).toBe("Issues a key");
+    // Cut at a sentence's end, not at the dot inside `data.keys`; plain text, without Markdown's backticks.
+    expect(doc.paths["/v2/keys.listKeys"].post.summary).toBe("Lists an API's live keys (JSON: data.keys)");
+    expect(doc.paths["/v2/liveness"].get.summary).toBeDefined();
+
+    const schemas = doc.components.schemas as Record<string, Doc>;
+    expect(schemas.CreateKeyRequest.description).toBe(protoComments["keyhold.v2.CreateKeyRequest"]);
+    expect(schemas.CreateKeyRequest.properties.apiId.description).toBe(protoComments["keyhold.v2.CreateKeyRequest.api_id"]);
+    // Every field of every generated schema has one: the hand-written envelope schemas are the only exceptions.
+    const handWritten = new Set(["Meta", "FieldError", "ErrorEnvelope"]);
+    const undescribed = Object.entries(schemas)
+      .filter(([name]) => !handWritten.has(name))
+      .flatMap(([name, s]) => Object.entries<Doc>(s.properties ?? {}).filter(([, p]) => typeof p.description !== "string" || p.description === "").map(([f]) => `${name}.${f}`));
+    expect(undescribed).toEqual([]);
   });
 });
