@@ -1,44 +1,19 @@
 // `keyhold admin create`: a dashboard operator from the command line, the
 // password read from stdin (never a flag), stored as an scrypt string, and
 // linked to a workspace (created when missing). The operator can then sign in.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
 import { verifyPassword } from "../../src/domain/operators/password.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
-import { ensureBuilt, ROOT } from "../server-process.js";
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { ensureBuilt, type ProcessRun as Run, runScript } from "../server-process.js";
 
 describe("keyhold admin create", () => {
   const h = useHarness();
 
   /** Runs the CLI with `input` piped to its stdin. */
   const cli = (args: string[], input: string): Promise<Run> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(ROOT, "bin/keyhold.js"), ...args], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" },
-        stdio: ["pipe", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end(input);
-    });
+    runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" }, input);
 
   const operatorRow = async (email: string) => {
     const [rows] = await h.db.pool.query<RowDataPacket[]>("SELECT id, password_hash FROM operators WHERE email = ?", [email]);
