@@ -39,57 +39,84 @@ function contentSecurityPolicy(html: string): string {
 /**
  * Scalar's script is 4.3 MB and the plugin sends it whole on every load. It is
  * sent gzipped (1.3 MB) to clients that accept it, compressed once and kept,
- * with an ETag, so a reload costs a 304 instead of the script; `no-cache`
- * (revalidate every time) rather than a max-age, so an upgraded keyhold's
- * script is never stale.
+ * with an ETag per encoding, so a reload costs a 304 instead of the script;
+ * `no-cache` (revalidate every time) rather than a max-age, so an upgraded
+ * keyhold's script is never stale. GET only: HEAD and the rest pass untouched.
  */
 interface PackedScript {
   etag: string;
   gzipped: Promise<Buffer>;
 }
-/** By path: a script's content is the installed package's file, fixed for the life of the process. */
+/**
+ * By route, not by URL: the router decodes `%73calar.js` to the same route, and
+ * keying on the raw URL would compress and keep one copy per spelling.
+ */
 const packed = new Map<string, PackedScript>();
 
-function packScript(path: string, source: string | Buffer): PackedScript {
-  let script = packed.get(path);
+/** How many scripts are kept compressed (for tests: one per route, however its URL is spelled). */
+export const packedScripts = (): number => packed.size;
+
+function packScript(route: string, source: string | Buffer): PackedScript {
+  let script = packed.get(route);
   if (script === undefined) {
     const gzipped = gzipAsync(source, { level: 9 });
     // A failure is met where it is awaited; this only keeps it from being unhandled meanwhile.
     gzipped.catch(() => undefined);
-    script = { etag: `"${createHash("sha256").update(source).digest("base64url").slice(0, 27)}"`, gzipped };
-    packed.set(path, script);
+    script = { etag: createHash("sha256").update(source).digest("base64url").slice(0, 27), gzipped };
+    packed.set(route, script);
   }
   return script;
 }
 
-/** Whether Accept-Encoding allows gzip (by name or `*`, with a q above 0). */
+/** Whether Accept-Encoding allows gzip: named with a q above 0, or else through `*` with a q above 0. */
 function acceptsGzip(header: string | string[] | undefined): boolean {
+  const q: Record<string, number> = {};
+  for (const part of String(header ?? "").split(",")) {
+    const [name, ...params] = part.split(";").map((x) => x.trim().toLowerCase());
+    if (name === undefined || name === "") continue;
+    const given = params.find((p) => p.startsWith("q="));
+    q[name] = given === undefined ? 1 : Number(given.slice(2)) || 0;
+  }
+  return (q.gzip ?? q["*"] ?? 0) > 0;
+}
+
+/** If-None-Match by weak comparison (RFC 9110 §13.1.2): `W/` is ignored, and `*` matches any. */
+function unchanged(header: string | string[] | undefined, etag: string): boolean {
   return String(header ?? "")
     .split(",")
-    .some((part) => {
-      const [name, ...params] = part.split(";").map((x) => x.trim().toLowerCase());
-      if (name !== "gzip" && name !== "*") return false;
-      const q = params.find((p) => p.startsWith("q="));
-      return q === undefined || Number(q.slice(2)) > 0;
-    });
+    .map((t) => t.trim().replace(/^W\//, ""))
+    .some((t) => t === "*" || t === etag);
 }
 
 async function sendScript(req: FastifyRequest, reply: FastifyReply, payload: string | Buffer): Promise<string | Buffer | null> {
-  const script = packScript(req.url.split("?")[0] ?? req.url, payload);
-  reply.header("etag", script.etag);
+  const route = req.routeOptions.url ?? "";
+  const script = packScript(route, payload);
+  let body: string | Buffer = payload;
+  let etag = `"${script.etag}"`;
+  if (acceptsGzip(req.headers["accept-encoding"])) {
+    try {
+      body = await script.gzipped;
+      // Another representation, another strong validator.
+      etag = `"${script.etag}-gz"`;
+    } catch (err) {
+      // Not kept: the next request compresses again; this one gets the plain script.
+      packed.delete(route);
+      req.log.warn({ err }, "could not gzip the /docs script; sent uncompressed");
+    }
+  }
+  reply.header("etag", etag);
   reply.header("cache-control", "no-cache");
   reply.header("vary", "accept-encoding");
-  const known = req.headers["if-none-match"];
-  if (typeof known === "string" && known.split(",").some((t) => t.trim() === script.etag)) {
+  if (unchanged(req.headers["if-none-match"], etag)) {
     reply.code(304);
     reply.removeHeader("content-length");
     // No body at all (not an empty one), so Fastify sends no Content-Length either.
     return null;
   }
-  if (!acceptsGzip(req.headers["accept-encoding"])) return payload;
-  const body = await script.gzipped;
-  reply.header("content-encoding", "gzip");
-  reply.header("content-length", body.length);
+  if (body !== payload) {
+    reply.header("content-encoding", "gzip");
+    reply.header("content-length", (body as Buffer).length);
+  }
   return body;
 }
 
@@ -101,7 +128,13 @@ export function registerDocs(app: FastifyInstance): void {
       if (typeof payload === "string" && typeof type === "string" && type.startsWith("text/html")) {
         reply.header("content-security-policy", contentSecurityPolicy(payload));
       }
-      if (reply.statusCode === 200 && (typeof payload === "string" || Buffer.isBuffer(payload)) && typeof type === "string" && type.startsWith("application/javascript")) {
+      if (
+        req.method === "GET" &&
+        reply.statusCode === 200 &&
+        (typeof payload === "string" || Buffer.isBuffer(payload)) &&
+        typeof type === "string" &&
+        type.startsWith("application/javascript")
+      ) {
         return sendScript(req, reply, payload);
       }
       return payload;
