@@ -46,7 +46,7 @@ refused for any host but this machine unless --allow-http (the root key would
 cross the network in cleartext). It resumes an interrupted run from
 FILE.import-state.json (--state PATH) and writes what failed, by line, to
 FILE.failures.jsonl (PATH.failures.jsonl with --state PATH). Exit 0: all
-imported; 3: some failed; 1: it stopped; 2: bad usage.
+imported; 4: some failed; 1: it stopped; 2: bad usage.
 
 admin create makes a dashboard operator, linked to --workspace (created if
 missing). The password is prompted for (without echo) or, with --password-stdin,
@@ -238,8 +238,8 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
     restart: values.restart === true,
   });
   out(summary);
-  // 3, not 2: a script must tell "some records failed" from "bad usage" (2).
-  if (summary.failed > 0) process.exitCode = 3;
+  // Its own code: 2 is bad usage and 3 a configuration problem, for every command.
+  if (summary.failed > 0) process.exitCode = 4;
 }
 
 async function admin(sub: string | undefined, rest: string[]): Promise<void> {

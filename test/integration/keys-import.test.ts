@@ -222,7 +222,7 @@ describe("keyhold keys import", () => {
     ];
     const f = file("mixed.jsonl", `${lines.join("\n")}\n`);
     const r = await cli(importArgs(f, apiId, migrationId), { KEYHOLD_ROOT_KEY: admin });
-    expect(r.code, show(r)).toBe(3);
+    expect(r.code, show(r)).toBe(4);
     const summary = jsonOut(r) as Summary;
     expect(summary).toEqual({ imported: 1, failed: 7, durationMs: expect.any(Number), failures: { invalid_json: 1, invalid_record: 5, duplicate: 1 } });
     const failures = failuresOf(f);
@@ -257,7 +257,7 @@ describe("keyhold keys import", () => {
     const keys = newKeys(3);
     const f = file("in-use.jsonl", [keys[0], taken, keys[1], keys[2]].map((key) => JSON.stringify({ hash: hashKey(key as string) })).join("\n"));
     const r = await cli(importArgs(f, apiId, migrationId), { KEYHOLD_ROOT_KEY: admin });
-    expect(r.code, show(r)).toBe(3);
+    expect(r.code, show(r)).toBe(4);
     expect(jsonOut(r)).toMatchObject({ imported: 3, failed: 1, failures: { hash_in_use: 1 } });
     expect(failuresOf(f)).toEqual([{ line: 2, reason: "hash_in_use", detail: expect.any(String), hash: hashKey(taken) }]);
     expect(await hashesIn(apiId)).toEqual([...keys.map(hashKey), hashKey(taken)].sort());
@@ -422,7 +422,7 @@ describe("keyhold keys import", () => {
     expect((await hashesIn(apiId)).length).toBe(1);
 
     const restarted = await cli(importArgs(f, apiId, migrationId, ["--restart"]), { KEYHOLD_ROOT_KEY: admin });
-    expect(restarted.code, show(restarted)).toBe(3);
+    expect(restarted.code, show(restarted)).toBe(4);
     expect(jsonOut(restarted)).toMatchObject({ imported: 1, failed: 1, failures: { hash_in_use: 1 } });
     expect(await hashesIn(apiId)).toEqual([hashKey(keys[0] as string), hashKey(keys[1] as string)].sort());
   });
@@ -534,7 +534,7 @@ describe("keyhold keys import", () => {
     });
     try {
       const r = await cli(importArgs(f, apiId, migrationId, ["--url", p.url]), { KEYHOLD_ROOT_KEY: admin });
-      expect(r.code, show(r)).toBe(3);
+      expect(r.code, show(r)).toBe(4);
       expect(jsonOut(r)).toMatchObject({ imported: 5, failed: 250, failures: { refused: 250 } });
       // The reason once on stderr, not once per record.
       expect(r.stderr.match(/the server refused line \d+: hash is 64 hex characters, but a sha256 migration takes the standard base64 SHA-256/g)).toHaveLength(1);
@@ -610,7 +610,7 @@ describe("keyhold keys import", () => {
       phase = "pass";
       const before = seen.length;
       const r = await cli([...args, "--url", p.url], { KEYHOLD_ROOT_KEY: admin });
-      expect(r.code, show(r)).toBe(3);
+      expect(r.code, show(r)).toBe(4);
       // The rerun goes straight to the new key: no more waiting on the claimed one.
       expect(seen.slice(before)).toEqual([newKey]);
       expect(r.stderr).toMatch(/taking over .*\.lock: the import that held it \(pid \d+\) is no longer running/);
@@ -634,13 +634,13 @@ describe("keyhold keys import", () => {
     const stateA = path.join(dir, "run-a.json");
     const stateB = path.join(dir, "run-b.json");
     const a = await cli(importArgs(f, await newApi(), await newMigration(), ["--state", stateA]), { KEYHOLD_ROOT_KEY: admin });
-    expect(a.code, show(a)).toBe(3);
+    expect(a.code, show(a)).toBe(4);
     expect(a.stderr).toContain(`each is in ${stateA}.failures.jsonl`);
     const failuresA = readFileSync(`${stateA}.failures.jsonl`, "utf8");
     expect(failuresA.split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([2, 3]);
 
     const b = await cli(importArgs(f, await newApi(), await newMigration(), ["--state", stateB, "--batch-size", "1"]), { KEYHOLD_ROOT_KEY: admin });
-    expect(b.code, show(b)).toBe(3);
+    expect(b.code, show(b)).toBe(4);
     // Lines 1 and 4 are in use by run A's keys now: B has its own four failures, A keeps its two.
     expect(readFileSync(`${stateB}.failures.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([1, 2, 3, 4]);
     expect(readFileSync(`${stateA}.failures.jsonl`, "utf8")).toBe(failuresA);
@@ -698,7 +698,7 @@ describe("keyhold keys import", () => {
       env,
       encoding: "utf8",
     });
-    expect(run.status, run.stderr).toBe(3);
+    expect(run.status, run.stderr).toBe(4);
     const failuresFile = realpathSync(`${f}.failures.jsonl`);
     const stateFile = realpathSync(`${f}.import-state.json`);
     const lines = readFileSync(trace, "utf8").split("\n");
