@@ -226,23 +226,23 @@ const likeLiteral = (s: string): string => s.replace(/[!%_]/g, (c) => `!${c}`);
 /**
  * The dashboard's key search over one API's live keys: an id containing `text`,
  * a start beginning with it, or a name or identity externalId containing it in
- * any case (utf8mb4_bin compares bytes, so both sides are lowered). One page of
+ * any case (utf8mb4_bin compares bytes, so both sides are lowered, both by the
+ * database: JavaScript's rules differ, e.g. for a final sigma). One page of
  * `limit`, in id order; `more` when further keys match.
  */
 export async function searchLiveKeys(
   db: Queryable,
   q: { workspaceId: string; keyAuthId: string; text: string; limit: number },
 ): Promise<{ keys: KeyDetails[]; more: boolean }> {
-  const contains = `%${likeLiteral(q.text.toLowerCase())}%`;
-  const idPart = `%${likeLiteral(q.text)}%`;
+  const contains = `%${likeLiteral(q.text)}%`;
   const rs = await rows(
     db,
     `SELECT ${KEY_COLUMNS} ${LIVE_FROM}
        LEFT JOIN identities i ON i.id = k.identity_id AND i.deleted = 0
      WHERE k.key_auth_id = ? AND k.workspace_id = ? AND k.deleted_at_m IS NULL
-       AND (k.id LIKE ? ESCAPE '!' OR k.start LIKE ? ESCAPE '!' OR LOWER(k.name) LIKE ? ESCAPE '!' OR LOWER(i.external_id) LIKE ? ESCAPE '!')
+       AND (k.id LIKE ? ESCAPE '!' OR k.start LIKE ? ESCAPE '!' OR LOWER(k.name) LIKE LOWER(?) ESCAPE '!' OR LOWER(i.external_id) LIKE LOWER(?) ESCAPE '!')
      ORDER BY k.id LIMIT ${q.limit + 1}`,
-    [q.keyAuthId, q.workspaceId, idPart, `${likeLiteral(q.text)}%`, contains, contains],
+    [q.keyAuthId, q.workspaceId, contains, `${likeLiteral(q.text)}%`, contains, contains],
   );
   return { keys: await withRelations(db, rs.slice(0, q.limit).map(toDetails)), more: rs.length > q.limit };
 }

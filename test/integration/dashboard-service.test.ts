@@ -233,7 +233,7 @@ describe("DashboardService with an operator session", () => {
       admin = await h.rootKey(["*"]);
       apiId = (await h.post("/v2/apis.createApi", { name: "searched" }, admin)).body.data.apiId as string;
       for (let i = 0; i < 105; i++) {
-        const name = i === 104 ? "Checkout Service" : i === 103 ? "100%_off" : `filler-${i}`;
+        const name = i === 104 ? "Checkout Service" : i === 103 ? "100%_off!" : i === 100 ? "ΟΔΟΣ İstanbul" : `filler-${i}`;
         const body: Record<string, unknown> = { apiId, name, prefix: i === 102 ? "zz" : "sk" };
         if (i === 101) body.externalId = "Org_Acme";
         const res = await h.post("/v2/keys.createKey", body, admin);
@@ -271,10 +271,17 @@ describe("DashboardService with an operator session", () => {
       expect(byExternal?.identity?.externalId).toBe("Org_Acme");
     });
 
-    it("takes % and _ literally, and answers an empty list when nothing matches", async () => {
+    it("takes %, _ and the escape character literally, and answers an empty list when nothing matches", async () => {
       expect(await ids("100%_")).toEqual([made[103]?.keyId]);
       expect(await ids("%")).toEqual([made[103]?.keyId]);
+      expect(await ids("off!")).toEqual([made[103]?.keyId]);
+      expect(await ids("!")).toEqual([made[103]?.keyId]);
       expect(await ids("no such key anywhere")).toEqual([]);
+    });
+
+    it("matches names in any case by the database's own rules, beyond ASCII", async () => {
+      // Lowered by JavaScript, "ΟΔΟΣ" ends in a final sigma the database would not match.
+      for (const q of ["ΟΔΟΣ", "οδοσ", "İstanbul", "ΟΔΟΣ İSTANBUL"]) expect(await ids(q), q).toEqual([made[100]?.keyId]);
     });
 
     it("returns at most the limit, in id order, and says more match", async () => {
@@ -288,7 +295,7 @@ describe("DashboardService with an operator session", () => {
     });
 
     it("refuses a bad query, limit or API, and an API of another workspace", async () => {
-      for (const [query, limit, field] of [["", 0, "query"], ["x".repeat(257), 0, "query"], ["x", 101, "limit"]] as const) {
+      for (const [query, limit, field] of [["", 0, "query"], ["   ", 0, "query"], ["x".repeat(257), 0, "query"], ["x", 101, "limit"]] as const) {
         const r = await refusal(search(query, limit));
         expect(r.code).toBe(Code.InvalidArgument);
         expect(r.message).toContain(field);

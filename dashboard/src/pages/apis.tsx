@@ -135,7 +135,8 @@ export function ApiPage({ workspaceId, apiId }: { workspaceId: string; apiId: st
       <Field label="Search keys" hint="By id, the first characters of the key (start), name or externalId, over all of this API's keys.">
         <input type="search" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
       </Field>
-      {query.trim() !== search.sent ? (
+      {query.trim() !== search.sent || (search.sent !== "" && search.found.loading) ? (
+        // Until the answer for what is typed arrives: never the last query's matches under the new text.
         <Spinner label="Searching…" />
       ) : search.sent !== "" ? (
         <ListState loaded={{ ...search.found, data: search.found.data?.keys }} empty={`No key matches “${search.sent}”.`}>

@@ -243,6 +243,7 @@ export async function searchKeys(
   const v = new Validator();
   v.required("apiId", input.apiId, { min: 1, max: 255, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
   v.required("query", input.query, { min: 1, max: 256 });
+  if (input.query !== "" && input.query.trim() === "") v.add("query", "query must hold more than spaces.");
   v.number("limit", input.limit, { min: 1, max: 100 });
   v.done();
   requireAny(p, apiPermission(input.apiId, "read_key"));
