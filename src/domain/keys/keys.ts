@@ -213,11 +213,7 @@ export async function listKeys(deps: Deps, p: Principal, input: ListKeysInput): 
   v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
   v.string("externalId", input.externalId, { min: 1, max: 255 });
   v.done();
-  requireAny(p, apiPermission(input.apiId, "read_key"));
-  requireAny(p, apiPermission(input.apiId, "read_api"));
-  if (input.decrypt) requireAny(p, apiPermission(input.apiId, "decrypt_key"));
-  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
-  if (!api) throw apiNotFound();
+  const api = await apiWithReadableKeys(deps, p, input.apiId, input.decrypt ?? false);
   let identityId: string | undefined;
   if (input.externalId !== undefined) {
     // An externalId never ends in a space, yet the collation would match `x ` to `x`.
@@ -234,6 +230,19 @@ export async function listKeys(deps: Deps, p: Principal, input: ListKeysInput): 
   return { keys: await withPlaintext(deps, p.workspaceId, page.keys, input.decrypt ?? false), cursor: page.next };
 }
 
+/**
+ * The live API whose keys are listed or searched: read_key, read_api (and
+ * decrypt_key when decrypting) on it, then found in the workspace (404).
+ */
+async function apiWithReadableKeys(deps: Deps, p: Principal, apiId: string, decrypt: boolean) {
+  requireAny(p, apiPermission(apiId, "read_key"));
+  requireAny(p, apiPermission(apiId, "read_api"));
+  if (decrypt) requireAny(p, apiPermission(apiId, "decrypt_key"));
+  const api = await findLiveApi(deps.pool, p.workspaceId, apiId);
+  if (!api) throw apiNotFound();
+  return api;
+}
+
 /** The dashboard's search of an API's keys (by id, start, name or externalId), with listKeys's grants. */
 export async function searchKeys(
   deps: Deps,
@@ -246,10 +255,7 @@ export async function searchKeys(
   if (input.query !== "" && input.query.trim() === "") v.add("query", "query must hold more than spaces.");
   v.number("limit", input.limit, { min: 1, max: 100 });
   v.done();
-  requireAny(p, apiPermission(input.apiId, "read_key"));
-  requireAny(p, apiPermission(input.apiId, "read_api"));
-  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
-  if (!api) throw apiNotFound();
+  const api = await apiWithReadableKeys(deps, p, input.apiId, false);
   const found = await searchLiveKeys(deps.pool, { workspaceId: p.workspaceId, keyAuthId: api.keyAuthId, text: input.query, limit: input.limit ?? 50 });
   return { keys: await withPlaintext(deps, p.workspaceId, found.keys, false), more: found.more };
 }
