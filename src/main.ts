@@ -55,7 +55,13 @@ async function main(): Promise<void> {
   const entries = services(runtime.deps);
   const app = await buildServer({ config, deps: runtime.deps, services: entries });
   await app.listen({ host: config.host, port: config.port });
-  const grpcServer = await startGrpcServer(runtime.deps, config.docsBaseUrl, entries, config.host, config.grpcPort, config.redisUrl !== undefined);
+  const grpcServer = await startGrpcServer(runtime.deps, entries, {
+    docsBase: config.docsBaseUrl,
+    host: config.host,
+    port: config.grpcPort,
+    bodyLimitBytes: config.bodyLimitBytes,
+    redisConfigured: config.redisUrl !== undefined,
+  });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.port;
   log.info({ database: db.description, port, grpcPort: grpcServer.port }, "keyhold is serving");

@@ -1,8 +1,11 @@
 // A gRPC client built only from the .proto files (proto-loader), as any gRPC user
 // would build one, plus small call helpers shared by the gRPC tests.
 import path from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { type ErrorDetail, ErrorDetailSchema } from "../gen/keyhold/v2/errors_pb.js";
 import { projectDir } from "../src/paths.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: clients generated at run time from the .proto files
@@ -47,3 +50,32 @@ export const bearer = (key: string): grpc.Metadata => {
   md.set("authorization", `Bearer ${key}`);
   return md;
 };
+
+/** google.rpc.Status{code=1, message=2, details=3 (repeated Any{type_url=1, value=2})}, read by hand. */
+export function decodeStatus(buf: Uint8Array): { code: number; message: string; details: Array<{ typeUrl: string; value: Uint8Array }> } {
+  const out = { code: 0, message: "", details: [] as Array<{ typeUrl: string; value: Uint8Array }> };
+  const r = new BinaryReader(buf);
+  while (r.pos < r.len) {
+    const [field, wire] = r.tag();
+    if (field === 1) out.code = r.int32();
+    else if (field === 2) out.message = r.string();
+    else if (field === 3) {
+      const any = new BinaryReader(r.bytes());
+      const d: { typeUrl: string; value: Uint8Array } = { typeUrl: "", value: new Uint8Array() };
+      while (any.pos < any.len) {
+        const [f, w] = any.tag();
+        if (f === 1) d.typeUrl = any.string();
+        else if (f === 2) d.value = any.bytes();
+        else any.skip(w);
+      }
+      out.details.push(d);
+    } else r.skip(wire);
+  }
+  return out;
+}
+
+/** The keyhold.v2.ErrorDetail in a grpc-status-details-bin value, if it carries one. */
+export function errorDetailOf(bin: Uint8Array): ErrorDetail | undefined {
+  const any = decodeStatus(bin).details.find((d) => d.typeUrl === `type.googleapis.com/${ErrorDetailSchema.typeName}`);
+  return any === undefined ? undefined : fromBinary(ErrorDetailSchema, any.value);
+}

@@ -151,7 +151,7 @@ export function useHarness(): Harness {
   };
 
   h.grpcPort = async () => {
-    if (!grpc) grpc = await startGrpcServer(h.deps, DOCS, services(h.deps), "127.0.0.1", 0);
+    if (!grpc) grpc = await startGrpcServer(h.deps, services(h.deps), { docsBase: DOCS, host: "127.0.0.1", port: 0, bodyLimitBytes: h.config.bodyLimitBytes });
     return grpc.port;
   };
 

@@ -10,6 +10,7 @@ import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { FieldError } from "../domain/errors.js";
 import { limits } from "../domain/limits.js";
+import { joinPath as join, locationOf, unknownFieldError } from "../transport/decode.js";
 
 /** Fields whose JSON null means "unset" (an unlimited credit balance). */
 const NULL_MEANS_UNSET = new Set(["keyhold.v2.KeyCredits.remaining", "keyhold.v2.UpdateCreditsRequest.value"]);
@@ -35,16 +36,6 @@ const INTEGER_TYPES = new Set([
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 type Json = unknown;
-
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-/** `a.b` for a plain key, `a["x.y"]` for any other, so a location always names one field. */
-const join = (path: string, key: string): string => {
-  const step = IDENTIFIER.test(key) ? key : `[${JSON.stringify(key)}]`;
-  return path === "" || step.startsWith("[") ? `${path}${step}` : `${path}.${step}`;
-};
-
-const locationOf = (name: string): string => (name.startsWith("[") ? `body${name}` : `body.${name}`);
 
 function describeType(v: unknown): string {
   if (v === null) return "null";
@@ -184,11 +175,7 @@ function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string
     const name = join(path, key);
     const field = plan.byJsonName.get(key);
     if (field === undefined) {
-      errors.push({
-        location: locationOf(name),
-        message: `${name} is not a known field of this request.`,
-        fix: `Remove ${name}; the fields are: ${plan.names}.`,
-      });
+      errors.push(unknownFieldError(name, plan.names));
       continue;
     }
     const flag = plan.flags.get(field.name);

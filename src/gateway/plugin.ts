@@ -1,16 +1,17 @@
 // The JSON front door: `POST /v2/<group>.<operation>` for every RPC of every
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
-import { isUtf8 } from "node:buffer";
 import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import sjson from "secure-json-parse";
 import { authenticate } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError, invalidInput } from "../domain/errors.js";
 import type { Call, ServiceEntry } from "../services/types.js";
 import { answered } from "../server/answered.js";
 import { metricsOf } from "../server/metrics.js";
+import { ACCEPTED_ENCODINGS_HEADER, inflate, readBody, type RequestEncoding, requestEncoding } from "../transport/body.js";
+import { singleAuthorization } from "../transport/credentials.js";
+import { parseJson } from "../transport/decode.js";
 import { checkBody } from "./json-check.js";
 import { shapeResponse } from "./json-response.js";
 
@@ -65,14 +66,12 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
-/** The body as text. JSON is UTF-8 (RFC 8259): other bytes are refused, never stored as replacement characters. */
-function bodyText(body: unknown): string {
-  if (!Buffer.isBuffer(body)) return "";
-  if (!isUtf8(body)) throw invalidInput([{ location: "body", message: "The body is not valid UTF-8.", fix: "Encode the JSON body as UTF-8." }]);
-  return body.toString("utf8");
-}
-
-function parseBody(req: FastifyRequest): unknown {
+/**
+ * The JSON body, read only now (after the caller is authenticated): its media
+ * type and encoding are checked before a byte is read, then it is read and
+ * inflated within BODY_LIMIT_BYTES (transport/body.ts) and parsed.
+ */
+async function readJsonBody(req: FastifyRequest, reply: FastifyReply, limit: number): Promise<unknown> {
   const ct = req.headers["content-type"];
   if (ct !== undefined && !JSON_TYPE.test(ct)) {
     throw new AppError("err:svc:application:unsupported_media_type", `Send the body as application/json (got ${ct}).`);
@@ -81,17 +80,15 @@ function parseBody(req: FastifyRequest): unknown {
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new AppError("err:svc:application:unsupported_media_type", `JSON bodies are UTF-8; send charset=utf-8 or no charset (got ${ct}).`);
   }
-  const raw = bodyText(req.body);
-  if (raw.trim() === "") {
-    throw invalidInput([{ location: "body", message: "The request body is empty; send a JSON object.", fix: "Send {} when there are no fields." }]);
-  }
+  let encoding: RequestEncoding | undefined;
   try {
-    return sjson.parse(raw, undefined, { protoAction: "error", constructorAction: "error" });
+    encoding = requestEncoding(req.headers["content-encoding"]);
   } catch (err) {
-    throw invalidInput([
-      { location: "body", message: `The body is not valid JSON: ${(err as Error).message}`, fix: "Send a JSON object with Content-Type: application/json." },
-    ]);
+    // What we do take, as RFC 7694 has a 415 for an encoding say.
+    reply.header("accept-encoding", ACCEPTED_ENCODINGS_HEADER);
+    throw err;
   }
+  return parseJson(await inflate(await readBody(req.raw, limit), encoding, limit));
 }
 
 export interface Route {
@@ -118,13 +115,14 @@ export function routeTable(entries: ServiceEntry[]): Route[] {
   return routes;
 }
 
-export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
+export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: number) {
   const metrics = metricsOf(deps);
   return async function gateway(app: FastifyInstance): Promise<void> {
-    // The body is parsed in the handler, after authentication, so that a 401
-    // wins over a 400 for an unparsable body (contract §1.2).
+    // Nothing is read before the handler: it authenticates first, so a request
+    // without valid credentials costs no more than its headers (and a 401 wins
+    // over a 400 for an unparsable body, as the contract has it).
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST as the seed's convention).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
@@ -141,9 +139,9 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[]) {
     for (const route of routeTable(entries)) {
       const adapt = adapters[route.path];
       app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {
-        const principal = await authenticate(deps, req.headers.authorization);
+        const principal = await authenticate(deps, singleAuthorization(req.raw.rawHeaders, req.headers.authorization));
         callerWorkspace.set(req, principal.workspaceId);
-        let body = parseBody(req);
+        let body = await readJsonBody(req, reply, bodyLimit);
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);
         if (errors.length > 0) throw invalidInput(errors);

@@ -1,28 +1,29 @@
 // buildServer(deps) returns a Fastify instance that is not listening: the JSON
 // /v2 API, liveness, and Connect/gRPC-Web, with one error envelope for every
 // failure path (unknown route, wrong method, bad body, auth, validation, 500).
-import { STATUS_CODES } from "node:http";
+import { type OutgoingHttpHeaders, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { authenticate } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
+import { writeAnswer } from "../transport/body.js";
 import { answered } from "./answered.js";
 import { metricsOf } from "./metrics.js";
 import { readiness } from "./readiness.js";
-import { databaseUnavailableLog } from "./log-throttle.js";
+import { databaseUnavailableLog } from "../transport/log-throttle.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import { registerOpenApi } from "../gateway/openapi.js";
 import { registerDocs } from "../gateway/docs.js";
 import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
-import { connectRoutes } from "./connect.js";
+import { connectDoor } from "./connect.js";
 import { dashboardRoutes, sessionAuthenticator } from "./dashboard.js";
-import { dashboardRpcRoutes } from "./dashboard-rpc.js";
+import { dashboardConnectService } from "./dashboard-rpc.js";
 import { dashboardStatic } from "./dashboard-static.js";
 
 export interface ServerOptions {
@@ -101,6 +102,13 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
     const body = errorBody(await redactKeys(deps, err, callerWorkspace.get(req)), config.docsBaseUrl);
     answered(req, reply, body.status, metrics);
+    if (req.raw.complete === false) {
+      // Refused before (or while) its body was read: answered while the rest of the body is discarded (transport/body.ts).
+      reply.hijack();
+      const headers = { ...reply.getHeaders(), "content-type": "application/json; charset=utf-8" } as OutgoingHttpHeaders;
+      writeAnswer(req.raw, reply.raw, catalog[err.code].status, headers, JSON.stringify({ meta: { requestId: req.id }, error: body }));
+      return reply;
+    }
     return reply
       .code(catalog[err.code].status)
       .header("content-type", "application/json; charset=utf-8")
@@ -157,18 +165,22 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
     return send(reply, req, new AppError("err:svc:data:route_not_found", `No operation exists at ${req.method} ${path}.`));
   });
 
-  await app.register(gatewayPlugin(deps, services));
+  await app.register(gatewayPlugin(deps, services, config.bodyLimitBytes));
   // Operator sign-in for the dashboard; its session also authenticates Connect calls (never JSON or gRPC).
   await app.register(dashboardRoutes(deps, config));
   // Its pages: the built bundle in dist/dashboard.
   await app.register(dashboardStatic(dashboardDir));
-  const rpc = connectRoutes(deps, config.docsBaseUrl, services, sessionAuthenticator(deps, config));
-  const dashboardRpc = dashboardRpcRoutes(deps, config);
-  await app.register(fastifyConnectPlugin, {
-    routes: (router) => {
-      rpc(router);
-      dashboardRpc(router);
-    },
-  });
+  // Connect and gRPC-Web: the same operations, with a root key or the dashboard's session.
+  const sessionAuth = sessionAuthenticator(deps, config);
+  const rootKeyOrSession = (headers: Headers) => {
+    const authorization = headers.get("authorization");
+    return authorization === null ? sessionAuth(headers) : authenticate(deps, authorization);
+  };
+  await app.register(
+    connectDoor(deps, config, [
+      ...services.map((s) => ({ ...s, authenticate: rootKeyOrSession })),
+      dashboardConnectService(deps, config),
+    ]),
+  );
   return app;
 }

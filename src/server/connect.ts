@@ -1,97 +1,250 @@
-// The Connect and gRPC-Web front door on the HTTP port, and the shared call
-// wrapper that gRPC (grpc-js) uses too: authenticate, run the operation, turn an
-// AppError into the same code the JSON API would send.
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { authenticate } from "../domain/auth/authenticate.js";
+// The Connect and gRPC-Web door on the HTTP port. Connect's router writes the
+// protocols' answers (status, headers, error JSON, gRPC-Web trailers), but this
+// door, not Connect, takes the request in, in the order the JSON door does:
+//   1. the credentials, from the headers alone (a repeated Authorization header
+//      is refused): an unauthenticated request costs no more than its headers,
+//      and its connection is closed instead of its body being drained;
+//   2. the body, bounded while it streams in and while it is inflated
+//      (BODY_LIMIT_BYTES; see transport/body.ts);
+//   3. the message, decoded with unknown fields refused and undecodable bytes
+//      answered invalid_input (transport/decode.ts), not Connect's `internal`.
+// Connect is then handed a body it decodes to an empty message, and the
+// operation gets the message decoded here (or the error found here, which it
+// throws) through the call's context values, so every answer, refusals
+// included, is written by Connect in the caller's protocol and carries the
+// same ErrorDetail as on the other doors.
+// Connect's gRPC handler is off: gRPC has its own port (HTTP/2), and gRPC over
+// this HTTP/1.1 port could not carry its trailers.
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from "@connectrpc/connect-node";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, parseContentType as parseConnectType } from "@connectrpc/connect/protocol-connect";
+import { parseContentType as parseGrpcWebType } from "@connectrpc/connect/protocol-grpc-web";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
+import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError } from "../domain/errors.js";
-import { newId } from "../domain/ids.js";
-import { toConnectError } from "../errors/catalog.js";
-import { redactKeys } from "../errors/redact.js";
+import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
+import type { Call } from "../services/types.js";
+import { bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
+import { singleAuthorization } from "../transport/credentials.js";
+import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
+import { type Caller, invokeRpc } from "../transport/invoke.js";
+import { type Door, recordRequest } from "../transport/request-log.js";
+import type { Config } from "./config.js";
 import { metricsOf } from "./metrics.js";
-import { databaseUnavailableLog } from "./log-throttle.js";
-import { isDatabaseUnavailable } from "../storage/sql.js";
-import type { Call, ServiceEntry } from "../services/types.js";
-import type { Principal } from "../domain/auth/principal.js";
 
-/** Authenticates a call some other way than a root key (the dashboard's session). */
-export type Authenticator = () => Promise<Principal>;
-
-/** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
-export async function invokeRpc(
-  deps: Deps,
-  docsBase: string,
-  label: string,
+/** A service on this door: how its callers authenticate, and its operations. */
+export interface ConnectService {
+  service: DescService;
+  /** Who calls, from the request's headers alone (a root key, or the dashboard's session). */
+  authenticate(headers: Headers): Promise<Principal>;
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: any) => Promise<any>,
-  req: unknown,
-  /** The Authorization header (a root key), or another way to authenticate the call. */
-  authorization: string | undefined | Authenticator,
-  requestId: string,
-  idempotencyKey?: string,
-  /** Told when the answer is a stored response replayed for a retry. */
-  onReplay?: () => void,
-): Promise<unknown> {
-  let workspaceId: string | undefined;
-  try {
-    const principal = typeof authorization === "function" ? await authorization() : await authenticate(deps, authorization);
-    workspaceId = principal.workspaceId;
-    const call: Call = { principal, requestId, idempotencyKey };
-    const response = await op(req, call);
-    if (call.replayed === true) onReplay?.();
-    return response;
-  } catch (err) {
-    if (err instanceof AppError) throw toConnectError(await redactKeys(deps, err, workspaceId), docsBase, requestId);
-    if (isDatabaseUnavailable(err)) {
-      databaseUnavailableLog.run((suppressed) => deps.log.error({ err, requestId, rpc: label, suppressed }, "database unavailable"));
-      throw toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
-    }
-    deps.log.error({ err, requestId, rpc: label }, "unexpected error");
-    throw toConnectError(new AppError("err:svc:application:unexpected_error"), docsBase, requestId);
-  }
+  ops: Record<string, (req: any, call: Call) => Promise<any>>;
 }
 
-/**
- * `sessionAuth`, when given, authenticates calls that carry no Authorization
- * header (the dashboard's session cookie); a root key always takes precedence.
- */
-export function connectRoutes(deps: Deps, docsBase: string, entries: ServiceEntry[], sessionAuth?: (headers: Headers) => Promise<Principal>) {
-  const metrics = metricsOf(deps);
+/** What the door found before Connect saw the request, handed to the operation. */
+interface Prepared {
+  requestId: string;
+  caller: Caller;
+  /** The decoded request, when the body was read and decoded. */
+  message?: unknown;
+  /** Why the body could not be taken (too large, undecodable), once the caller was known. */
+  bodyError?: unknown;
+  /** The outcome the operation ended with: a Connect code name, and the HTTP status it stands for. */
+  outcome?: { status: string; httpStatus: number };
+}
+
+const kPrepared = createContextKey<Prepared | undefined>(undefined);
+
+type Wire = { door: Door; binary: boolean; framed: boolean };
+
+/** The request's protocol and format, for a POST this door decodes; undefined leaves the answer (415, 405) to Connect. */
+function wireOf(method: string, contentType: string | undefined): Wire | undefined {
+  if (method !== "POST") return undefined;
+  const connect = parseConnectType(contentType ?? null);
+  if (connect !== undefined) return connect.stream ? undefined : { door: "connect", binary: connect.binary, framed: false };
+  const web = parseGrpcWebType(contentType ?? null);
+  if (web !== undefined && !web.text) return { door: "grpc-web", binary: web.binary, framed: true };
+  return undefined;
+}
+
+/** The body Connect is handed: it decodes to an empty message in the request's own format. */
+function placeholderBody(wire: Wire | undefined): AsyncIterable<Uint8Array> {
+  const content = wire === undefined || wire.binary ? new Uint8Array(0) : new TextEncoder().encode("{}");
+  const chunk = wire?.framed === true ? Uint8Array.of(0, 0, 0, 0, content.length, ...content) : content;
+  return (async function* () {
+    if (chunk.length > 0) yield chunk;
+  })();
+}
+
+/** The one message of a gRPC-Web request body: a 5-byte envelope (flags, length) and its bytes. */
+async function unframe(body: Buffer, grpcEncoding: string | undefined, limit: number): Promise<Buffer> {
+  if (body.length < 5) throw badFraming("the 5-byte message envelope is missing or cut short");
+  const flags = body[0] as number;
+  const length = body.readUInt32BE(1);
+  if (flags & 0x80) throw badFraming("a request carries no trailers");
+  if (length > limit) throw bodyTooLarge(limit);
+  if (body.length < 5 + length) throw badFraming(`the envelope announces ${length} bytes and ${body.length - 5} follow`);
+  if (body.length > 5 + length) throw badFraming("a unary call takes exactly one message");
+  const message = body.subarray(5);
+  if ((flags & 0x01) === 0) return message;
+  const encoding = requestEncoding(grpcEncoding, "grpc-encoding");
+  if (encoding === undefined) throw badFraming("the message is marked compressed, but grpc-encoding names no compression");
+  return inflate(message, encoding, limit);
+}
+
+async function readMessage(req: FastifyRequest, wire: Wire, input: DescMessage, limit: number): Promise<unknown> {
+  // Checked before reading: an encoding we cannot undo is refused without taking the body in.
+  const grpcEncoding = req.headers["grpc-encoding"];
+  const encoding = wire.framed ? undefined : requestEncoding(req.headers["content-encoding"]);
+  if (wire.framed) requestEncoding(typeof grpcEncoding === "string" ? grpcEncoding : undefined, "grpc-encoding");
+  const raw = await readBody(req.raw, limit);
+  const bytes = wire.framed ? await unframe(raw, typeof grpcEncoding === "string" ? grpcEncoding : undefined, limit) : await inflate(raw, encoding, limit);
+  return wire.binary ? decodeBinary(input, bytes) : decodeJson(input, bytes);
+}
+
+/** The outcome of a failed operation: its code name, and the HTTP status its error code stands for. */
+function outcomeOf(err: unknown): { status: string; httpStatus: number } {
+  const ce = ConnectError.from(err);
+  const code = ce.findDetails(ErrorDetailSchema)[0]?.code;
+  const spec = code === undefined ? undefined : catalog[code as keyof typeof catalog];
+  return { status: Code[ce.code], httpStatus: spec?.status ?? codeToHttpStatus(ce.code) };
+}
+
+/** The operations of the services, each taking the message and caller the door prepared. */
+function routes(deps: Deps, docsBase: string, services: ConnectService[]) {
   return (router: ConnectRouter): void => {
-    for (const { service, ops } of entries) {
+    for (const { service, ops } of services) {
       const impl: Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>> = {};
       for (const method of service.methods) {
         const op = ops[method.localName];
-        if (op === undefined) throw new ConnectError(`no implementation for ${method.name}`, Code.Unimplemented);
-        const operation = `${groupOf(service)}.${method.localName}`;
-        impl[method.localName] = async (req, ctx) => {
-          const requestId = newId("req");
-          const started = performance.now();
-          ctx.responseHeader.set("x-request-id", requestId);
-          const seconds = () => (performance.now() - started) / 1000;
+        if (op === undefined) throw new Error(`no implementation for ${service.typeName}.${method.name}`);
+        const label = `${service.typeName}/${method.name}`;
+        impl[method.localName] = async (_placeholder, ctx) => {
+          const p = ctx.values.get(kPrepared);
+          if (p === undefined) throw new ConnectError(`${label} was called around the door`, Code.Internal);
+          const bodyError = p.bodyError;
           try {
             const res = await invokeRpc(
               deps,
               docsBase,
-              `${service.typeName}/${method.name}`,
-              op,
-              req,
-              ctx.requestHeader.get("authorization") ??
-                (sessionAuth === undefined ? undefined : () => sessionAuth(ctx.requestHeader)),
-              requestId,
+              label,
+              bodyError === undefined
+                ? op
+                : async () => {
+                    throw bodyError;
+                  },
+              p.message,
+              p.caller,
+              p.requestId,
               ctx.requestHeader.get("idempotency-key") ?? undefined,
               () => ctx.responseHeader.set("idempotent-replayed", "true"),
             );
-            metrics.request("connect", operation, "OK", seconds());
+            p.outcome = { status: "OK", httpStatus: 200 };
             return res;
           } catch (err) {
-            metrics.request("connect", operation, err instanceof ConnectError ? Code[err.code] : "Unknown", seconds());
+            p.outcome = outcomeOf(err);
             throw err;
           }
         };
       }
       router.service(service, impl as never);
+    }
+  };
+}
+
+/** Counts the authorization headers before Node's parser keeps only the first (see transport/credentials.ts). */
+async function callerOf(req: FastifyRequest, service: ConnectService, headers: Headers): Promise<Caller> {
+  try {
+    singleAuthorization(req.raw.rawHeaders, req.headers.authorization);
+    return { principal: await service.authenticate(headers) };
+  } catch (error) {
+    return { error };
+  }
+}
+
+export function connectDoor(deps: Deps, config: Config, services: ConnectService[]) {
+  const metrics = metricsOf(deps);
+  const limit = config.bodyLimitBytes;
+  return async function door(app: FastifyInstance): Promise<void> {
+    const router = createConnectRouter({
+      grpc: false,
+      // Never reached with a real body (the door reads it), but a bound all the same.
+      readMaxBytes: limit,
+      acceptCompression: [compressionGzip, compressionBrotli],
+    });
+    routes(deps, config.docsBaseUrl, services)(router);
+    const byName = new Map(services.map((s) => [s.service.typeName, s]));
+
+    // Nothing is read before the handler: it reads the body itself, after the credentials.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
+
+    for (const handler of router.handlers) {
+      const service = byName.get(handler.service.typeName) as ConnectService;
+      const method: DescMethod = handler.method;
+      const operation = `${groupOf(handler.service)}.${method.localName}`;
+      const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+        // Replaced below for every request this door decodes; Connect answers the others (415, 405) without calling the operation.
+        const prepared: Prepared = { requestId: req.id, caller: { error: new AppError("err:svc:application:unsupported_media_type") } };
+        // Connect builds the call's URL from Host, which HTTP/1.0 may leave out; only its path and query are read.
+        req.raw.headers.host ??= "localhost";
+        const uReq = universalRequestFromNodeRequest(req.raw, reply.raw, undefined, createContextValues().set(kPrepared, prepared));
+        const wire = wireOf(req.method, req.headers["content-type"]);
+        if (wire !== undefined) {
+          prepared.caller = await callerOf(req, service, uReq.header);
+          if (prepared.caller.principal !== undefined) {
+            try {
+              prepared.message = await readMessage(req, wire, method.input, limit);
+            } catch (err) {
+              prepared.bodyError = err;
+            }
+          }
+        }
+        // Connect decodes the placeholder; what it would read or inflate is already taken.
+        uReq.body = placeholderBody(wire);
+        for (const h of ["content-length", "content-encoding", "grpc-encoding"]) uReq.header.delete(h);
+        const res: UniversalServerResponse = await handler(uReq);
+        // Unary answers are one small body: written whole, after the rest of an unread request body (transport/body.ts).
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of res.body ?? []) chunks.push(chunk);
+        const headers: Record<string, string> = Object.fromEntries(new Headers(res.header));
+        headers["x-request-id"] = req.id;
+        writeAnswer(req.raw, reply.raw, res.status, headers, Buffer.concat(chunks));
+        const outcome = prepared.outcome ?? { status: String(res.status), httpStatus: res.status };
+        recordRequest(req.log, metrics, {
+          door: wire?.door ?? "connect",
+          operation,
+          requestId: req.id,
+          status: outcome.status,
+          httpStatus: outcome.httpStatus,
+          ms: reply.elapsedTime,
+        });
+      };
+
+      app.all(handler.requestPath, async (req: FastifyRequest, reply: FastifyReply) => {
+        reply.hijack();
+        try {
+          await serve(req, reply);
+        } catch (err) {
+          // A defect of ours (Connect answers every failure of a call itself): logged, and the caller still gets an answer.
+          deps.log.error({ err, requestId: req.id, rpc: operation }, "unexpected error");
+          if (!reply.raw.headersSent) writeAnswer(req.raw, reply.raw, 500, { "content-type": "application/json", "x-request-id": req.id }, '{"code":"internal","message":"internal error"}');
+          recordRequest(req.log, metrics, { door: "connect", operation, requestId: req.id, status: "Internal", httpStatus: 500, ms: reply.elapsedTime });
+        }
+      });
     }
   };
 }

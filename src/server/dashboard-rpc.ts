@@ -3,7 +3,6 @@
 // in neither the JSON /v2 route table nor gRPC). Each workspace named in a
 // request is checked against the operator's memberships; one they do not belong
 // to answers exactly as one that does not exist.
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { generateRootKey } from "../domain/auth/root-key.js";
 import { NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";
@@ -24,12 +23,12 @@ import {
   softDeleteNamespace,
   WorkspaceNameTaken,
 } from "../storage/dashboard.js";
-import { operatorWorkspace, operatorWorkspaces, type SessionRow } from "../storage/operators.js";
+import { operatorWorkspace, operatorWorkspaces } from "../storage/operators.js";
 import { insertRootKey, revokeRootKey } from "../storage/root-keys.js";
 import { queryUsage, type UsageGranularity } from "../storage/usage.js";
 import type { Config } from "./config.js";
-import { invokeRpc } from "./connect.js";
-import { callSession, OPERATOR_GRANTS, operatorActor } from "./dashboard.js";
+import type { ConnectService } from "./connect.js";
+import { callSession, OPERATOR_GRANTS, operatorActor, operatorOf } from "./dashboard.js";
 import { searchKeys } from "../domain/keys/keys.js";
 import { toKeyResponse } from "../services/mappers.js";
 
@@ -194,33 +193,25 @@ function dashboardOps(deps: Deps): DashboardOps {
   };
 }
 
-/** Registers DashboardService; every call needs a live session (cookie, CSRF token, same Origin). */
-export function dashboardRpcRoutes(deps: Deps, config: Config) {
+/**
+ * DashboardService on the Connect door: every call needs a live session (cookie,
+ * CSRF token, same Origin), checked from the headers before the body is read.
+ */
+export function dashboardConnectService(deps: Deps, config: Config): ConnectService {
   const ops = dashboardOps(deps);
   const sessionOfCall = callSession(deps, config);
-  return (router: ConnectRouter): void => {
-    const impl: Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>> = {};
-    for (const method of DashboardService.methods) {
-      const op = ops[method.localName as keyof DashboardOps] as (req: unknown, operatorId: string) => Promise<unknown>;
-      impl[method.localName] = async (req, ctx) => {
-        const requestId = newId("req");
-        ctx.responseHeader.set("x-request-id", requestId);
-        let session: SessionRow | undefined;
-        return invokeRpc(
-          deps,
-          config.docsBaseUrl,
-          `${DashboardService.typeName}/${method.name}`,
-          (r) => op(r, (session as SessionRow).operatorId),
-          req,
-          // The session only: an Authorization header is ignored, so a root key opens nothing here.
-          async () => {
-            session = await sessionOfCall(ctx.requestHeader);
-            return { workspaceId: "", rootKeyId: operatorActor(session.operatorId), permissions: [] };
-          },
-          requestId,
-        );
-      };
-    }
-    router.service(DashboardService, impl as never);
+  const adapted: ConnectService["ops"] = {};
+  for (const method of DashboardService.methods) {
+    const op = ops[method.localName as keyof DashboardOps] as (req: unknown, operatorId: string) => Promise<unknown>;
+    adapted[method.localName] = (req, call) => op(req, operatorOf(call.principal));
+  }
+  return {
+    service: DashboardService,
+    // The session only: an Authorization header is ignored, so a root key opens nothing here.
+    authenticate: async (headers) => {
+      const session = await sessionOfCall(headers);
+      return { workspaceId: "", rootKeyId: operatorActor(session.operatorId), permissions: [] };
+    },
+    ops: adapted,
   };
 }

@@ -34,6 +34,9 @@ export const OPERATOR_GRANTS: readonly string[] = Object.freeze(["*"]);
 /** The root-key id a session acts as (idempotency records are scoped by it). */
 export const operatorActor = (operatorId: string): string => `op:${operatorId}`;
 
+/** The operator a session-authenticated principal acts for (the inverse of operatorActor). */
+export const operatorOf = (principal: Principal): string => principal.rootKeyId.slice("op:".length);
+
 const sessionSettings = (config: Config): SessionSettings => ({ idleMs: config.dashboardSessionIdleMs, maxMs: config.dashboardSessionMaxMs });
 
 /**

@@ -5,13 +5,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
+import { decodeStatus } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 
 const PROTO_DIR = path.resolve(import.meta.dirname, "../../proto");
@@ -48,29 +48,6 @@ async function rejection(p: Promise<unknown>): Promise<grpc.ServiceError> {
     return err as grpc.ServiceError;
   }
   throw new Error("expected the call to fail");
-}
-
-/** google.rpc.Status{code=1, message=2, details=3 (repeated Any{type_url=1, value=2})}, read by hand. */
-function decodeStatus(buf: Uint8Array): { code: number; message: string; details: Array<{ typeUrl: string; value: Uint8Array }> } {
-  const out = { code: 0, message: "", details: [] as Array<{ typeUrl: string; value: Uint8Array }> };
-  const r = new BinaryReader(buf);
-  while (r.pos < r.len) {
-    const [field, wire] = r.tag();
-    if (field === 1) out.code = r.int32();
-    else if (field === 2) out.message = r.string();
-    else if (field === 3) {
-      const any = new BinaryReader(r.bytes());
-      const d: { typeUrl: string; value: Uint8Array } = { typeUrl: "", value: new Uint8Array() };
-      while (any.pos < any.len) {
-        const [f, w] = any.tag();
-        if (f === 1) d.typeUrl = any.string();
-        else if (f === 2) d.value = any.bytes();
-        else any.skip(w);
-      }
-      out.details.push(d);
-    } else r.skip(wire);
-  }
-  return out;
 }
 
 /** The err:svc code of a failed call, from both places the server puts it; they must agree. */

@@ -1,0 +1,129 @@
+// Request bodies on the HTTP port (JSON /v2, Connect, gRPC-Web), read by the
+// doors themselves after the caller is authenticated, never before: a body is
+// bounded while it streams in (the declared Content-Length first, then the bytes
+// counted), and a compressed one is inflated only up to the same bound, so
+// neither a large body nor a small gzip bomb can make the process hold more than
+// about twice BODY_LIMIT_BYTES for one request.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { promisify } from "node:util";
+import zlib from "node:zlib";
+import { AppError } from "../domain/errors.js";
+
+/** The Content-Encodings the HTTP doors accept (and Connect advertises for its answers). */
+export const REQUEST_ENCODINGS = ["gzip", "br"] as const;
+export type RequestEncoding = (typeof REQUEST_ENCODINGS)[number];
+
+/** The value of an Accept-Encoding header that tells a client what we take (RFC 7694). */
+export const ACCEPTED_ENCODINGS_HEADER = REQUEST_ENCODINGS.join(", ");
+
+export const bodyTooLarge = (limit: number): AppError =>
+  new AppError("err:user:bad_request:request_body_too_large", `The request body is larger than the server accepts (${limit} bytes).`);
+
+/**
+ * The encoding named by a Content-Encoding (or grpc-encoding) header; undefined
+ * for none or `identity`. Anything else, a list of codings included, is a 415:
+ * the body would otherwise be read as something it is not.
+ */
+export function requestEncoding(header: string | undefined, headerName = "Content-Encoding"): RequestEncoding | undefined {
+  if (header === undefined) return undefined;
+  const v = header.trim().toLowerCase();
+  if (v === "" || v === "identity") return undefined;
+  if ((REQUEST_ENCODINGS as readonly string[]).includes(v)) return v as RequestEncoding;
+  throw new AppError(
+    "err:svc:application:unsupported_media_type",
+    `${headerName} ${JSON.stringify(header.slice(0, 64))} is not supported; send the body as it is, or as ${REQUEST_ENCODINGS.join(" or ")}.`,
+  );
+}
+
+/**
+ * Reads the whole body, refusing it as soon as it is known to be over `limit`:
+ * at once from Content-Length, otherwise when the count passes it. Reading then
+ * stops; the caller answers with `Connection: close` (the rest is never read).
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers["content-length"];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(bodyTooLarge(limit));
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const done = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onAborted);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) {
+        done();
+        req.pause();
+        reject(bodyTooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
+    };
+    const onError = () => {
+      done();
+      reject(new AppError("err:user:bad_request:request_body_unreadable", "The request body could not be read to its end."));
+    };
+    const onAborted = onError;
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("aborted", onAborted);
+  });
+}
+
+const gunzip = promisify(zlib.gunzip);
+const brotliDecompress = promisify(zlib.brotliDecompress);
+
+/**
+ * Inflates a compressed body, stopping as soon as the output passes `limit`
+ * (zlib's maxOutputLength: the inflater is abandoned there, the rest never
+ * produced). Bytes that are not what the encoding says are a 400.
+ */
+export async function inflate(bytes: Buffer, encoding: RequestEncoding | undefined, limit: number): Promise<Buffer> {
+  if (encoding === undefined) return bytes;
+  try {
+    return encoding === "gzip" ? await gunzip(bytes, { maxOutputLength: limit }) : await brotliDecompress(bytes, { maxOutputLength: limit });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw bodyTooLarge(limit);
+    throw new AppError("err:user:bad_request:request_body_unreadable", `The request body is not valid ${encoding} data.`);
+  }
+}
+
+/** How long an answer waits to end while a body it did not read is still arriving. */
+export const LINGER_MS = 500;
+
+/**
+ * Writes a whole answer. To a request whose body is not all in (refused for its
+ * credentials, its size or its media type before or while it was read), Node
+ * answers with `Connection: close` and closes the socket as soon as the answer
+ * ends; closing with unread bytes resets the connection, and a client still
+ * sending loses the answer with the reset. So the answer is written at once
+ * but ended only when the body has arrived (it is discarded as it comes, none of
+ * it kept) or LINGER_MS later, whichever is first: the lingering close of
+ * RFC 9112 §9.6, bounded in time.
+ */
+export function writeAnswer(req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Uint8Array | string): void {
+  res.writeHead(status, { ...headers, "content-length": Buffer.byteLength(body) });
+  if (req.complete) {
+    res.end(body);
+    return;
+  }
+  res.write(body);
+  const end = () => {
+    clearTimeout(timer);
+    if (!res.writableEnded) res.end();
+  };
+  const timer = setTimeout(end, LINGER_MS);
+  timer.unref();
+  req.once("end", end);
+  req.once("close", end);
+  req.resume();
+}

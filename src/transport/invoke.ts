@@ -1,0 +1,58 @@
+// One operation run for an RPC caller (Connect, gRPC-Web, gRPC): the caller is
+// already authenticated by the door (before the body was read), and every
+// failure comes back as a ConnectError carrying the ErrorDetail that the JSON
+// door's envelope carries, after the same redaction and the same logging.
+import type { ConnectError } from "@connectrpc/connect";
+import type { Principal } from "../domain/auth/principal.js";
+import type { Deps } from "../domain/deps.js";
+import { AppError } from "../domain/errors.js";
+import { toConnectError } from "../errors/catalog.js";
+import { redactKeys } from "../errors/redact.js";
+import { databaseUnavailableLog } from "./log-throttle.js";
+import type { Call } from "../services/types.js";
+import { isDatabaseUnavailable } from "../storage/sql.js";
+
+/**
+ * Any failure of an RPC, as the ConnectError its caller gets: an AppError with
+ * its code (keys quoted in it cut, see errors/redact.ts), the database out of
+ * reach as service_unavailable, anything else as unexpected_error with the
+ * internals in the log only.
+ */
+export async function rpcError(deps: Deps, docsBase: string, label: string, err: unknown, requestId: string, workspaceId?: string): Promise<ConnectError> {
+  if (err instanceof AppError) return toConnectError(await redactKeys(deps, err, workspaceId), docsBase, requestId);
+  if (isDatabaseUnavailable(err)) {
+    databaseUnavailableLog.run((suppressed) => deps.log.error({ err, requestId, rpc: label, suppressed }, "database unavailable"));
+    return toConnectError(new AppError("err:svc:application:service_unavailable"), docsBase, requestId);
+  }
+  deps.log.error({ err, requestId, rpc: label }, "unexpected error");
+  return toConnectError(new AppError("err:svc:application:unexpected_error"), docsBase, requestId);
+}
+
+/** Who called, as the door found out from the headers alone: the principal, or why not. */
+export type Caller = { principal: Principal; error?: undefined } | { principal?: undefined; error: unknown };
+
+/** Runs one operation for an RPC caller; errors come back as ConnectErrors carrying ErrorDetail. */
+export async function invokeRpc(
+  deps: Deps,
+  docsBase: string,
+  label: string,
+  // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
+  op: (req: any, call: Call) => Promise<any>,
+  req: unknown,
+  caller: Caller,
+  requestId: string,
+  idempotencyKey?: string,
+  /** Told when the answer is a stored response replayed for a retry. */
+  onReplay?: () => void,
+): Promise<unknown> {
+  if (caller.principal === undefined) throw await rpcError(deps, docsBase, label, caller.error, requestId);
+  const { principal } = caller;
+  try {
+    const call: Call = { principal, requestId, idempotencyKey };
+    const response = await op(req, call);
+    if (call.replayed === true) onReplay?.();
+    return response;
+  } catch (err) {
+    throw await rpcError(deps, docsBase, label, err, requestId, principal.workspaceId);
+  }
+}
