@@ -25,19 +25,19 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from "@connectrpc/connect-node";
-import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, parseContentType as parseConnectType } from "@connectrpc/connect/protocol-connect";
-import { parseContentType as parseGrpcWebType } from "@connectrpc/connect/protocol-grpc-web";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import type { UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, parseContentType as parseConnectType, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseContentType as parseGrpcWebType, parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc-web";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
+import { AppError, invalidInput } from "../domain/errors.js";
 import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
 import type { Call } from "../services/types.js";
-import { bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
+import { ACCEPTED_ENCODINGS_HEADER, bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
@@ -69,6 +69,20 @@ interface Prepared {
 const kPrepared = createContextKey<Prepared | undefined>(undefined);
 
 type Wire = { door: Door; binary: boolean; framed: boolean };
+
+/** The protocol's deadline header, checked by the door so that a bad one is answered like any other bad input. */
+function checkTimeout(wire: Wire, headers: Headers): void {
+  const name = wire.framed ? "grpc-timeout" : "connect-timeout-ms";
+  const value = headers.get(name);
+  if (value === null) return;
+  const parsed = wire.framed ? parseGrpcTimeout(value, Number.MAX_SAFE_INTEGER) : parseConnectTimeout(value, Number.MAX_SAFE_INTEGER);
+  if (parsed.error !== undefined) {
+    headers.delete(name);
+    throw invalidInput([
+      { location: `header.${name}`, message: `${name} is not a valid deadline.`, fix: wire.framed ? "Send digits and a unit (H, M, S, m, u, n), such as 500m." : "Send milliseconds as digits." },
+    ]);
+  }
+}
 
 /** The request's protocol and format, for a POST this door decodes; undefined leaves the answer (415, 405) to Connect. */
 function wireOf(method: string, contentType: string | undefined): Wire | undefined {
@@ -106,13 +120,25 @@ async function unframe(body: Buffer, grpcEncoding: string | undefined, limit: nu
 }
 
 async function readMessage(req: FastifyRequest, wire: Wire, input: DescMessage, limit: number): Promise<unknown> {
-  // Checked before reading: an encoding we cannot undo is refused without taking the body in.
-  const grpcEncoding = req.headers["grpc-encoding"];
+  // Checked before reading: an encoding we cannot undo is refused without taking the body in. For
+  // gRPC-Web, grpc-encoding only matters to a message flagged compressed (as grpc-js takes it).
   const encoding = wire.framed ? undefined : requestEncoding(req.headers["content-encoding"]);
-  if (wire.framed) requestEncoding(typeof grpcEncoding === "string" ? grpcEncoding : undefined, "grpc-encoding");
   const raw = await readBody(req.raw, limit);
+  const grpcEncoding = req.headers["grpc-encoding"];
   const bytes = wire.framed ? await unframe(raw, typeof grpcEncoding === "string" ? grpcEncoding : undefined, limit) : await inflate(raw, encoding, limit);
   return wire.binary ? decodeBinary(input, bytes) : decodeJson(input, bytes);
+}
+
+/** The grpc-status of a gRPC-Web answer, from its trailer frame (flag 0x80) or its headers. */
+function grpcWebStatus(res: UniversalServerResponse, body: Buffer): number | undefined {
+  const inHeaders = new Headers(res.header).get("grpc-status");
+  if (inHeaders !== null) return Number(inHeaders);
+  for (let at = 0; at + 5 <= body.length; at += 5 + body.readUInt32BE(at + 1)) {
+    if (((body[at] as number) & 0x80) === 0) continue;
+    const m = /grpc-status:\s*(\d+)/i.exec(body.subarray(at + 5, at + 5 + body.readUInt32BE(at + 1)).toString());
+    if (m !== null) return Number(m[1]);
+  }
+  return undefined;
 }
 
 /** The outcome of a failed operation: its code name, and the HTTP status its error code stands for. */
@@ -165,6 +191,31 @@ function routes(deps: Deps, docsBase: string, services: ConnectService[]) {
   };
 }
 
+/**
+ * The request as Connect's handlers take it, with the placeholder body.
+ * connect-node's own conversion builds the URL from the Host header and throws
+ * (a 500) on one that HTTP/1.0 leaves out or a client sends unparsable; Connect
+ * reads only the URL's path and query, so a fixed origin is used instead.
+ */
+function universalRequest(req: FastifyRequest, reply: FastifyReply, prepared: Prepared): UniversalServerRequest {
+  const header = new Headers();
+  for (const [name, value] of Object.entries(req.raw.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) header.append(name, v);
+  }
+  const abort = new AbortController();
+  reply.raw.once("close", () => abort.abort());
+  return {
+    httpVersion: req.raw.httpVersion,
+    method: req.method,
+    url: `http://localhost${req.raw.url ?? "/"}`,
+    header,
+    body: placeholderBody(undefined),
+    signal: abort.signal,
+    contextValues: createContextValues().set(kPrepared, prepared),
+  };
+}
+
 /** Counts the authorization headers before Node's parser keeps only the first (see transport/credentials.ts). */
 async function callerOf(req: FastifyRequest, service: ConnectService, headers: Headers): Promise<Caller> {
   try {
@@ -196,17 +247,15 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
       const service = byName.get(handler.service.typeName) as ConnectService;
       const method: DescMethod = handler.method;
       const operation = `${groupOf(handler.service)}.${method.localName}`;
-      const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const serve = async (req: FastifyRequest, reply: FastifyReply, wire: Wire | undefined): Promise<void> => {
         // Replaced below for every request this door decodes; Connect answers the others (415, 405) without calling the operation.
         const prepared: Prepared = { requestId: req.id, caller: { error: new AppError("err:svc:application:unsupported_media_type") } };
-        // Connect builds the call's URL from Host, which HTTP/1.0 may leave out; only its path and query are read.
-        req.raw.headers.host ??= "localhost";
-        const uReq = universalRequestFromNodeRequest(req.raw, reply.raw, undefined, createContextValues().set(kPrepared, prepared));
-        const wire = wireOf(req.method, req.headers["content-type"]);
+        const uReq = universalRequest(req, reply, prepared);
         if (wire !== undefined) {
           prepared.caller = await callerOf(req, service, uReq.header);
           if (prepared.caller.principal !== undefined) {
             try {
+              checkTimeout(wire, uReq.header);
               prepared.message = await readMessage(req, wire, method.input, limit);
             } catch (err) {
               prepared.bodyError = err;
@@ -222,8 +271,16 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
         for await (const chunk of res.body ?? []) chunks.push(chunk);
         const headers: Record<string, string> = Object.fromEntries(new Headers(res.header));
         headers["x-request-id"] = req.id;
-        writeAnswer(req.raw, reply.raw, res.status, headers, Buffer.concat(chunks));
-        const outcome = prepared.outcome ?? { status: String(res.status), httpStatus: res.status };
+        if (prepared.bodyError instanceof AppError && prepared.bodyError.code === "err:svc:application:unsupported_media_type") {
+          headers["accept-encoding"] = ACCEPTED_ENCODINGS_HEADER;
+        }
+        const body = Buffer.concat(chunks);
+        writeAnswer(req.raw, reply.raw, res.status, headers, body);
+        // Without an outcome the operation never ran: Connect refused the request itself (415, 405).
+        const grpcStatus = prepared.outcome === undefined && wire?.framed === true ? grpcWebStatus(res, body) : undefined;
+        const outcome =
+          prepared.outcome ??
+          (grpcStatus === undefined ? { status: String(res.status), httpStatus: res.status } : { status: Code[grpcStatus] ?? String(grpcStatus), httpStatus: grpcStatus === 0 ? 200 : codeToHttpStatus(grpcStatus as Code) });
         recordRequest(req.log, metrics, {
           door: wire?.door ?? "connect",
           operation,
@@ -236,13 +293,14 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
 
       app.all(handler.requestPath, async (req: FastifyRequest, reply: FastifyReply) => {
         reply.hijack();
+        const wire = wireOf(req.method, req.headers["content-type"]);
         try {
-          await serve(req, reply);
+          await serve(req, reply, wire);
         } catch (err) {
           // A defect of ours (Connect answers every failure of a call itself): logged, and the caller still gets an answer.
           deps.log.error({ err, requestId: req.id, rpc: operation }, "unexpected error");
           if (!reply.raw.headersSent) writeAnswer(req.raw, reply.raw, 500, { "content-type": "application/json", "x-request-id": req.id }, '{"code":"internal","message":"internal error"}');
-          recordRequest(req.log, metrics, { door: "connect", operation, requestId: req.id, status: "Internal", httpStatus: 500, ms: reply.elapsedTime });
+          recordRequest(req.log, metrics, { door: wire?.door ?? "connect", operation, requestId: req.id, status: "Internal", httpStatus: 500, ms: reply.elapsedTime });
         }
       });
     }

@@ -35,7 +35,7 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: "keyhold_" });
     this.requests = new Counter({
       name: "keyhold_requests_total",
-      help: "Requests answered, by transport (the door: http for JSON /v2, connect, grpc-web, grpc), operation and status (HTTP status on http, the gRPC/Connect code name on the others).",
+      help: "Requests answered, by transport (the door: http for JSON /v2, connect, grpc-web, grpc), operation and status (HTTP status on http, Connect code name on connect and grpc-web, gRPC status name on grpc).",
       labelNames: ["transport", "operation", "status"],
       registers,
     });

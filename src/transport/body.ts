@@ -2,8 +2,9 @@
 // doors themselves after the caller is authenticated, never before: a body is
 // bounded while it streams in (the declared Content-Length first, then the bytes
 // counted), and a compressed one is inflated only up to the same bound, so
-// neither a large body nor a small gzip bomb can make the process hold more than
-// about twice BODY_LIMIT_BYTES for one request.
+// neither a large body nor a small gzip bomb can make the process hold more for
+// one request than one limit of raw bytes, one of inflated bytes and what the
+// parse of the latter makes of them.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
@@ -44,6 +45,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(bodyTooLarge(limit));
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  const gone = () => new AppError("err:user:bad_request:request_body_unreadable", "The request body could not be read to its end.");
+  // The client may have gone while the caller was authenticated: its events have fired already.
+  if (req.destroyed || req.readableAborted) return Promise.reject(gone());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
@@ -51,7 +55,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
-      req.off("aborted", onAborted);
+      req.off("aborted", onError);
+      req.off("close", onClose);
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;
@@ -69,13 +74,17 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     };
     const onError = () => {
       done();
-      reject(new AppError("err:user:bad_request:request_body_unreadable", "The request body could not be read to its end."));
+      reject(gone());
     };
-    const onAborted = onError;
+    // Closed before its end: whatever ended it, the body will not come.
+    const onClose = () => {
+      if (!req.readableEnded) onError();
+    };
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onError);
-    req.on("aborted", onAborted);
+    req.on("aborted", onError);
+    req.on("close", onClose);
   });
 }
 
@@ -102,17 +111,19 @@ export const LINGER_MS = 500;
 
 /**
  * Writes a whole answer. To a request whose body is not all in (refused for its
- * credentials, its size or its media type before or while it was read), Node
- * answers with `Connection: close` and closes the socket as soon as the answer
- * ends; closing with unread bytes resets the connection, and a client still
- * sending loses the answer with the reset. So the answer is written at once
- * but ended only when the body has arrived (it is discarded as it comes, none of
- * it kept) or LINGER_MS later, whichever is first: the lingering close of
- * RFC 9112 §9.6, bounded in time.
+ * credentials, its size or its media type before or while it was read), the
+ * answer says `Connection: close`: otherwise Node would go on reading (and
+ * discarding) the body to its end, gigabytes if the client likes, to keep the
+ * connection. But closing a socket with unread bytes resets it, and a client
+ * still sending loses the answer with the reset. So the answer is written at
+ * once and ended (and the connection closed) when the body has arrived,
+ * discarded as it comes, or LINGER_MS later, whichever is first: the lingering
+ * close of RFC 9112 §9.6, bounded in time.
  */
 export function writeAnswer(req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Uint8Array | string): void {
-  res.writeHead(status, { ...headers, "content-length": Buffer.byteLength(body) });
-  if (req.complete) {
+  const complete = req.complete;
+  res.writeHead(status, { ...headers, "content-length": Buffer.byteLength(body), ...(complete ? {} : { connection: "close" }) });
+  if (complete) {
     res.end(body);
     return;
   }

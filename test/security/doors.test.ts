@@ -13,10 +13,13 @@
 // Every answer's request id must then appear in the server's log, at info, with
 // its door, and /metrics must count the requests per door.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exchange } from "../faults/raw-http.js";
+import net from "node:net";
+import http2 from "node:http2";
+import * as grpc from "@grpc/grpc-js";
+import { exchange, request } from "../faults/raw-http.js";
 import { useHarness } from "../harness.js";
 import { startServer, type ServerProcess } from "../server-process.js";
-import { type Attack, ATTACKS, DOORS, type DoorName, type Outcome, peakRssOf, resetPeak, rssOf, send, type Target } from "../doors/attacks.js";
+import { type Attack, ATTACKS, DOORS, type DoorName, envelope, type Outcome, peakRssOf, resetPeak, rssOf, send, type Target } from "../doors/attacks.js";
 
 const MiB = 1024 * 1024;
 /** The most any one attack may add to the server's peak RSS. */
@@ -68,6 +71,14 @@ function expected(door: DoorName, attack: Attack): Expected {
 
 /** Doors where an attack does not apply: gRPC frames every message itself (no chunked-vs-length distinction). */
 const applies = (door: DoorName, attack: Attack): boolean => !(door === "grpc" && attack.includes("chunked"));
+
+interface Flood {
+  answer?: number;
+  answeredMs?: number;
+  closedMs?: number;
+  sent: number;
+  headers?: string | undefined;
+}
 
 interface Row {
   door: DoorName;
@@ -163,6 +174,136 @@ describe("every door refuses the same hostile requests the same way, within boun
     expect(count("grpc", "OK")).toBe(2);
     expect(count("grpc", "UNAUTHENTICATED")).toBe(3);
     expect(count("grpc", "RESOURCE_EXHAUSTED")).toBe(2);
+  });
+
+  /** Streams a chunked body of spaces until the server closes the connection; when its answer came and when it closed. */
+  function flood(path: string, headers: string, capBytes: number): Promise<Flood> {
+    return new Promise((resolve) => {
+      const started = Date.now();
+      const out: Flood = { sent: 0 };
+      const socket = net.connect(server.port, "127.0.0.1");
+      let received = "";
+      socket.on("data", (d) => {
+        received += d.toString("latin1");
+        if (out.answer === undefined && received.includes("\r\n\r\n")) {
+          out.answer = Number(received.split(" ")[1]);
+          out.answeredMs = Date.now() - started;
+          out.headers = received.split("\r\n\r\n")[0];
+        }
+      });
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        out.closedMs = Date.now() - started;
+        clearTimeout(timer);
+        resolve(out);
+      });
+      const timer = setTimeout(() => socket.destroy(), 10_000);
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n${headers}\r\n`);
+      const chunk = Buffer.concat([Buffer.from("100000\r\n"), Buffer.alloc(0x100000, 0x20), Buffer.from("\r\n")]);
+      const pump = () => {
+        while (!socket.destroyed && out.sent < capBytes) {
+          out.sent += 0x100000;
+          if (!socket.write(chunk)) {
+            socket.once("drain", pump);
+            return;
+          }
+        }
+      };
+      pump();
+    });
+  }
+
+  it("closes a connection whose body it refused within about LINGER_MS, instead of reading the body to its end", async () => {
+    for (const [path, contentType] of [
+      ["/v2/keys.whoami", "application/json"],
+      ["/keyhold.v2.KeysService/Whoami", "application/json"],
+    ] as const) {
+      // 8 GiB offered without credentials: answered at once, then cut, not drained.
+      const r = await flood(path, `content-type: ${contentType}\r\n`, 8 * 1024 * MiB);
+      expect(r.answer, JSON.stringify(r)).toBe(401);
+      expect(r.headers?.toLowerCase(), JSON.stringify(r)).toContain("connection: close");
+      expect(r.closedMs, JSON.stringify(r)).toBeLessThan(3_000);
+      expect(r.sent, JSON.stringify(r)).toBeLessThan(8 * 1024 * MiB);
+    }
+  });
+
+  it("logs a request whose client went away while its root key was being looked up (its body is never waited for)", async () => {
+    for (const path of ["/v2/keys.whoami", "/keyhold.v2.KeysService/Whoami"]) {
+      // A root key this server has not seen yet: authenticating it reads the database, and meanwhile the client goes.
+      const fresh = await h.rootKey(["*"]);
+      const before = server.output().length;
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(server.port, "127.0.0.1", () => {
+          socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nauthorization: Bearer ${fresh}\r\n\r\n{"key":`);
+          setImmediate(() => socket.destroy());
+        });
+        socket.on("error", () => undefined);
+        socket.on("close", () => resolve());
+      });
+      let logged: string | undefined;
+      for (let i = 0; i < 50 && logged === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        logged = server
+          .output()
+          .slice(before)
+          .split("\n")
+          .find((l) => l.includes('"operation":"keys.whoami"'));
+      }
+      expect(logged, `${path}: no log line for the abandoned request`).toBeDefined();
+    }
+  });
+
+  it("answers a second gRPC message on a unary call as the caller's mistake, not an internal error", async () => {
+    const message = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]);
+    const frame = (m: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, m.length]), m]);
+    const answer = await new Promise<Record<string, string>>((resolve) => {
+      const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+      const stream = session.request({ ":method": "POST", ":path": "/keyhold.v2.KeysService/Whoami", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${target.rootKey}` });
+      const fields: Record<string, string> = {};
+      const take = (h: http2.IncomingHttpHeaders) => {
+        for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
+      };
+      stream.on("response", take);
+      stream.on("trailers", take);
+      stream.on("data", () => undefined);
+      stream.on("error", () => undefined);
+      stream.on("close", () => {
+        session.close();
+        resolve(fields);
+      });
+      stream.write(frame(message));
+      setTimeout(() => stream.end(frame(message)), 200);
+    });
+    expect(answer["grpc-status"], JSON.stringify(answer)).toBe(String(INVALID_ARGUMENT));
+    expect(answer["error-code"]).toBe("err:user:bad_request:request_body_unreadable");
+  });
+
+  it("answers an unparsable Host on the Connect door like any other request, not with a 500", async () => {
+    const ex = await exchange(server.port, [request("/keyhold.v2.KeysService/Whoami", "{}", { host: "a b", "content-type": "application/json" })], { responses: 1, waitMs: 5_000 });
+    expect(ex.responses[0]?.status, JSON.stringify(ex)).toBe(401);
+  });
+
+  it("answers a bad gRPC-Web deadline as invalid input naming the header, and counts it as that", async () => {
+    const res = await fetch(`${server.url}/keyhold.v2.KeysService/Whoami`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", "grpc-timeout": "zzz", authorization: `Bearer ${target.rootKey}` },
+      body: envelope(Buffer.alloc(0)),
+    });
+    const body = Buffer.from(await res.arrayBuffer()).toString("latin1");
+    expect(body).toMatch(/grpc-status:\s*3/);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/keyhold_requests_total\{transport="grpc-web",operation="keys.whoami",status="InvalidArgument"\} 1/);
+  });
+
+  it("logs and counts a gRPC call to a method no service has", async () => {
+    const client = new grpc.Client(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const code = await new Promise<number>((resolve) =>
+      client.makeUnaryRequest("/keyhold.v2.KeysService/Nope", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), new grpc.Metadata(), (err) => resolve(err?.code ?? 0)),
+    );
+    client.close();
+    expect(code).toBe(grpc.status.UNIMPLEMENTED);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/keyhold_requests_total\{transport="grpc",operation="unmatched",status="UNIMPLEMENTED"\} 1/);
   });
 
   it("answers a Connect call over HTTP/1.0 without a Host header (Connect builds its URL from Host)", async () => {
