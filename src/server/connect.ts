@@ -197,7 +197,7 @@ function routes(deps: Deps, docsBase: string, services: ConnectService[]) {
  * (a 500) on one that HTTP/1.0 leaves out or a client sends unparsable; Connect
  * reads only the URL's path and query, so a fixed origin is used instead.
  */
-function universalRequest(req: FastifyRequest, reply: FastifyReply, prepared: Prepared): UniversalServerRequest {
+function universalRequest(req: FastifyRequest, reply: FastifyReply, wire: Wire | undefined, prepared: Prepared): UniversalServerRequest {
   const header = new Headers();
   for (const [name, value] of Object.entries(req.raw.headers)) {
     if (value === undefined) continue;
@@ -210,7 +210,7 @@ function universalRequest(req: FastifyRequest, reply: FastifyReply, prepared: Pr
     method: req.method,
     url: `http://localhost${req.raw.url ?? "/"}`,
     header,
-    body: placeholderBody(undefined),
+    body: placeholderBody(wire),
     signal: abort.signal,
     contextValues: createContextValues().set(kPrepared, prepared),
   };
@@ -250,7 +250,7 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
       const serve = async (req: FastifyRequest, reply: FastifyReply, wire: Wire | undefined): Promise<void> => {
         // Replaced below for every request this door decodes; Connect answers the others (415, 405) without calling the operation.
         const prepared: Prepared = { requestId: req.id, caller: { error: new AppError("err:svc:application:unsupported_media_type") } };
-        const uReq = universalRequest(req, reply, prepared);
+        const uReq = universalRequest(req, reply, wire, prepared);
         if (wire !== undefined) {
           prepared.caller = await callerOf(req, service, uReq.header);
           if (prepared.caller.principal !== undefined) {
@@ -262,8 +262,7 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
             }
           }
         }
-        // Connect decodes the placeholder; what it would read or inflate is already taken.
-        uReq.body = placeholderBody(wire);
+        // Connect decodes the placeholder body; what it would read or inflate is already taken.
         for (const h of ["content-length", "content-encoding", "grpc-encoding"]) uReq.header.delete(h);
         const res: UniversalServerResponse = await handler(uReq);
         // Unary answers are one small body: written whole, after the rest of an unread request body (transport/body.ts).

@@ -39,7 +39,7 @@ export function requestEncoding(header: string | undefined, headerName = "Conten
 /**
  * Reads the whole body, refusing it as soon as it is known to be over `limit`:
  * at once from Content-Length, otherwise when the count passes it. Reading then
- * stops; the caller answers with `Connection: close` (the rest is never read).
+ * stops; the answer goes out through writeAnswer, which closes the connection.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers["content-length"];
