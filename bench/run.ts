@@ -1,213 +1,316 @@
 // npm run bench: measures keyhold against baselines run on this machine in the
 // same run, and prints each figure as a ratio to its baseline:
 //   A  a bare Fastify JSON route            (for the JSON endpoints)
-//   B  a bare @grpc/grpc-js unary handler   (for verifyKey over gRPC)
-// The server under test and the load generator are separate processes, pinned to
-// different cores when `taskset` exists. Writes bench/results.json.
-// Then the scale part (bench/scale.ts; BENCH_SCALE=0 skips it): two instances vs
-// one, hit/miss verification with 10,000 and BENCH_KEYS_LARGE (1,000,000) keys,
-// and RSS with a full and a bounded cache; added to results.json as `scale`.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+//   B  a bare @grpc/grpc-js unary handler   (for verifyKey over gRPC, loaded by h2load)
+// Every server runs pinned to CPU 0 and every load generator to CPU 1 (when
+// `taskset` exists). All servers stay up for the whole run; only one is loaded at
+// a time. Each scenario is measured between two measurements of its baseline
+// (before and after), in BENCH_ROUNDS rounds (3); the figure reported is the
+// median over rounds of its ratio to the mean of the two baselines around it, so
+// drift of the machine during a run lands in both sides of every ratio. Beside
+// req/s, every measurement has the server's CPU per request (utime+stime from
+// /proc over the window, divided by the answers): steadier than throughput on a
+// shared machine. bench/results.json keeps every measurement of every round.
+// BENCH_PROFILE=1 then profiles each scenario (`node --cpu-prof`) and writes the
+// top self-time entries to bench/profiles/<scenario>.txt.
+// Then the scale part (bench/scale.ts; BENCH_SCALE=0 skips it).
+import type { ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { VerifyKeyRequestSchema, VerifyKeyResponseSchema } from "../gen/keyhold/v2/keys_service_pb.js";
+import { autocannon, ensureH2load, type Figure, h2load, measured } from "./load.js";
+import { formatSummary, summarizeProfile } from "./profile.js";
 import { runScale } from "./scale.js";
-import { hasTaskset, here, log, pinned, post, root, startKeyhold, stop } from "./support.js";
+import { freshDatabase, hasTaskset, here, log, pinned, post, root, startKeyhold, stop } from "./support.js";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const PROFILE = process.env.BENCH_PROFILE === "1";
+const REDIS_URL = process.env.REDIS_URL ?? "";
 
-function startProcess(script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+interface Server {
+  child: ChildProcess;
+  pid: number;
+}
+
+function startProcess(script: string): Promise<Server & { port: number }> {
   const [cmd, args] = pinned(0, process.execPath, [script]);
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(cmd, args, { env: process.env, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let buf = "";
     child.stdout?.on("data", (d: Buffer) => {
       buf += d.toString();
       const line = buf.split("\n").find((l) => l.startsWith("{"));
-      if (line) resolve({ child, port: JSON.parse(line).port });
+      if (line) resolve({ child, pid: child.pid as number, port: JSON.parse(line).port });
     });
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
   });
 }
 
-interface Figure {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx?: number;
-  ok?: number;
+type Load = Parameters<typeof measured>[1];
+
+interface Scenario {
+  name: string;
+  what: string;
+  baseline: "A" | "B";
+  server: () => Server;
+  load: (seconds: number) => ReturnType<Load>;
+  /** Targets of issue 14: median ratio to the baseline, server CPU ratio, or keys/s. */
+  target: { ratio?: number; cpuRatio?: number; rps?: number };
 }
 
-/** Runs autocannon for `seconds`, or for exactly `amount` requests when given. */
-function autocannon(url: string, body: string, auth: string | undefined, seconds: number, connections = CONNECTIONS, amount?: number): Figure {
-  const span = amount === undefined ? ["-d", String(seconds)] : ["-a", String(amount)];
-  const args = [path.join(root, "node_modules", "autocannon", "autocannon.js"), "-c", String(connections), ...span, "-m", "POST", "-H", "content-type=application/json", "-b", body, "-j"];
-  if (auth) args.push("-H", `authorization=${auth}`);
-  args.push(url);
-  const [cmd, a] = pinned(1, process.execPath, args);
-  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
-  return { rps: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.errors, non2xx: out.non2xx, ok: out["2xx"] };
+interface Measurement extends Figure {
+  round: number;
+  name: string;
+  /** Set on scenarios: the baselines measured just before and just after. */
+  ratio?: number;
+  cpuRatio?: number;
+  baselineRps?: number;
+  baselineCpuUsPerReq?: number;
 }
 
-const hasH2load = (() => {
-  try {
-    execFileSync("h2load", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
 
-/** gRPC load with h2load (Debian's nghttp2-client) when it is installed, else with a grpc-js client process. */
-function grpcLoad(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
-  return hasH2load ? h2load(port, rpcPath, body, auth, seconds) : grpcJsLoad(port, rpcPath, body, auth, seconds);
+/** One gRPC call with grpc-js: h2load cannot see a gRPC status, so the bench checks the answer is VALID first. */
+function grpcVerifyOnce(port: number, key: string, auth: string): Promise<boolean> {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("authorization", auth);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      "/keyhold.v2.KeysService/VerifyKey",
+      (m: Uint8Array) => Buffer.from(m),
+      (b: Buffer) => fromBinary(VerifyKeyResponseSchema, b),
+      toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key })),
+      md,
+      (err, res) => {
+        client.close();
+        resolve(err === null && res?.valid === true);
+      },
+    );
+  });
 }
 
-function h2load(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-"));
-  try {
-    // One gRPC message frame: no compression, 4-byte big-endian length, the message.
-    const frame = Buffer.alloc(5 + body.length);
-    frame.writeUInt32BE(body.length, 1);
-    Buffer.from(body).copy(frame, 5);
-    fs.writeFileSync(path.join(dir, "body"), frame);
-    const args = ["-c", String(CONNECTIONS), "-m", "1", "-t", "1", "-D", String(seconds), "--warm-up-time=2", "-d", path.join(dir, "body"), "-H", "content-type: application/grpc", "-H", "te: trailers", `--log-file=${path.join(dir, "log")}`];
-    if (auth) args.push("-H", `authorization: ${auth}`);
-    args.push(`http://127.0.0.1:${port}${rpcPath}`);
-    const [cmd, a] = pinned(1, "h2load", args);
-    const out = execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString();
-    const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
-    const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
-    const times = fs
-      .readFileSync(path.join(dir, "log"), "utf8")
-      .trim()
-      .split("\n")
-      .map((l) => Number(l.split("\t")[2]) / 1000)
-      .filter((x) => Number.isFinite(x))
-      .sort((x, y) => x - y);
-    const pct = (q: number) => times[Math.min(times.length - 1, Math.floor((times.length * q) / 100))] ?? 0;
-    return { rps: done / seconds, p50: pct(50), p99: pct(99), errors: failed };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function grpcJsLoad(port: number, rpcPath: string, body: Uint8Array, auth: string | undefined, seconds: number): Figure {
-  const script = path.join(here, "grpc-load.js");
-  const [cmd, a] = pinned(1, process.execPath, [script, `127.0.0.1:${port}`, rpcPath, Buffer.from(body).toString("base64"), auth ?? "-", String(CONNECTIONS), String(seconds), "2"]);
-  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString());
-  return { rps: out.rps, p50: out.p50, p99: out.p99, errors: out.errors };
-}
-
-/** Starts keyhold with extra env (REDIS_URL etc. pass through from ours); cpu null = not pinned. */
 async function main() {
-  log(`${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", server on CPU 0 and load on CPU 1" : ""}; gRPC load from ${hasH2load ? "h2load" : "a grpc-js client (install nghttp2-client for h2load)"}`);
-  const results: Record<string, Figure & { ratio?: number; baseline?: string }> = {};
+  if (!ensureH2load()) {
+    console.error("bench: gRPC is measured with h2load, which is missing. Install it with `apt-get install nghttp2-client` (Debian/Ubuntu) and run again.");
+    process.exit(2);
+  }
+  log(`${ROUNDS} rounds of ${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", servers on CPU 0 and load on CPU 1" : " (taskset missing: nothing pinned)"}; gRPC load from h2load`);
 
-  log("baseline A: bare Fastify JSON route");
-  const a = await startProcess(path.join(here, "baseline-http.js"));
-  autocannon(`http://127.0.0.1:${a.port}/v2/baseline`, "{}", undefined, 2);
-  results.baselineA = autocannon(`http://127.0.0.1:${a.port}/v2/baseline`, "{}", undefined, SECONDS);
-  await stop(a.child);
-
-  log("baseline B: bare grpc-js unary handler");
-  const b = await startProcess(path.join(here, "baseline-grpc.js"));
-  const sample = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: "sk_xxxxxxxxxxxxxxxxxxxxxx" }));
-  results.baselineB = grpcLoad(b.port, "/bench.Baseline/Ping", sample, undefined, SECONDS);
-  await stop(b.child);
-
-  log("keyhold: starting");
-  const k = await startKeyhold();
+  const A = await startProcess(path.join(here, "baseline-http.js"));
+  const B = await startProcess(path.join(here, "baseline-grpc.js"));
+  // A fresh database (on DATABASE_URL's server or a private one) that every keyhold process of the run shares.
+  const db = await freshDatabase("keyhold_bench");
+  const DATABASE_URL = db.url;
+  // The local instance keeps its rate limits in process; a second one shares them through Redis when REDIS_URL is set.
+  let k = await startKeyhold({ DATABASE_URL, REDIS_URL: "" });
+  let kr = REDIS_URL === "" ? undefined : await startKeyhold({ DATABASE_URL, REDIS_URL });
+  const servers: ChildProcess[] = [A.child, B.child];
+  const asServer = (x: { child: ChildProcess }): Server => ({ child: x.child, pid: x.child.pid as number });
   try {
-    const cli = JSON.parse(
-      execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"], {
-        cwd: root,
-        stdio: ["ignore", "pipe", "inherit"],
-      }).toString(),
-    ) as { rootKey: string };
-    const rk = cli.rootKey;
-    const apiId = (await post(k.base, "apis.createApi", { name: "bench" }, rk)).apiId as string;
-    const hot = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: 1_000_000_000, duration: 60_000 }] }, rk)).key as string;
-    const INITIAL = 1_000_000_000;
-    const credited = await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk);
-    const verifyBody = JSON.stringify({ key: hot });
+    const rk = (
+      JSON.parse(
+        execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"], {
+          cwd: root,
+          env: { ...process.env, DATABASE_URL },
+          stdio: ["ignore", "pipe", "inherit"],
+        }).toString(),
+      ) as { rootKey: string }
+    ).rootKey;
     const auth = `Bearer ${rk}`;
-
-    log("keyhold: verifyKey over JSON, hot key with one rate limit");
-    autocannon(`${k.base}/v2/keys.verifyKey`, verifyBody, auth, 2);
-    results.verifyJson = autocannon(`${k.base}/v2/keys.verifyKey`, verifyBody, auth, SECONDS);
-
-    log("keyhold: verifyKey over gRPC");
-    const grpcBody = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: hot }));
-    results.verifyGrpc = grpcLoad(k.grpcPort, "/keyhold.v2.KeysService/VerifyKey", grpcBody, auth, SECONDS);
-
-    log("keyhold: verifyKey on a key with credits");
-    const creditsUrl = `${k.base}/v2/keys.verifyKey`;
-    const creditBody = JSON.stringify({ key: credited.key });
-    autocannon(creditsUrl, creditBody, auth, 2);
-    results.verifyCredits = autocannon(creditsUrl, creditBody, auth, SECONDS);
-    // Exactness: a fresh key, a fixed number of concurrent verifications; every
-    // answer was VALID and spent one credit, nothing more, nothing less.
-    const exactKey = await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk);
-    const fixed = autocannon(creditsUrl, JSON.stringify({ key: exactKey.key }), auth, 0, CONNECTIONS, 20_000);
-    const after = await post(k.base, "keys.getKey", { keyId: exactKey.keyId }, rk);
-    const remaining = (after.credits as { remaining: number }).remaining;
-    const answered = fixed.ok ?? 0;
-    const creditsExact = { requests: 20_000, answered, spent: INITIAL - remaining, exact: INITIAL - remaining === answered && answered === 20_000 };
-
-    log("keyhold: verifyKey on an identity-linked key (its identity's shared limit applied)");
-    await post(k.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: 1_000_000_000, duration: 60_000 }] }, rk);
+    const apiId = (await post(k.base, "apis.createApi", { name: "bench" }, rk)).apiId as string;
+    const BIG = 1_000_000_000;
+    const plain = (await post(k.base, "keys.createKey", { apiId, prefix: "bench" }, rk)).key as string;
+    const limited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }, rk)).key as string;
+    const credited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: BIG } }, rk)).key as string;
+    await post(k.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: BIG, duration: 60_000 }] }, rk);
     const linked = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", externalId: "bench_user" }, rk)).key as string;
-    const linkedBody = JSON.stringify({ key: linked });
-    autocannon(`${k.base}/v2/keys.verifyKey`, linkedBody, auth, 2);
-    results.verifyIdentity = autocannon(`${k.base}/v2/keys.verifyKey`, linkedBody, auth, SECONDS);
+    const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 });
+    if (!(await grpcVerifyOnce(k.grpcPort, plain, auth))) throw new Error("keyhold's gRPC door did not answer VALID for the bench key");
 
-    log("keyhold: ratelimit.limit");
-    const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: 1_000_000_000, duration: 60_000 });
-    autocannon(`${k.base}/v2/ratelimit.limit`, limitBody, auth, 2);
-    results.ratelimitLimit = autocannon(`${k.base}/v2/ratelimit.limit`, limitBody, auth, SECONDS);
-
-    log("keyhold: createKey");
-    results.createKey = autocannon(`${k.base}/v2/keys.createKey`, JSON.stringify({ apiId, prefix: "bench" }), auth, SECONDS);
-
-    const A = results.baselineA.rps;
-    const B = results.baselineB.rps;
-    for (const [name, base, ref] of [
-      ["verifyJson", A, "baselineA"],
-      ["verifyCredits", A, "baselineA"],
-      ["createKey", A, "baselineA"],
-      ["verifyIdentity", A, "baselineA"],
-      ["ratelimitLimit", A, "baselineA"],
-      ["verifyGrpc", B, "baselineB"],
-    ] as const) {
-      const r = results[name];
-      if (r) Object.assign(r, { ratio: r.rps / base, baseline: ref });
+    const json = (base: () => string, op: string, body: string) => (seconds: number) => autocannon({ url: `${base()}/v2/${op}`, body, auth, connections: CONNECTIONS }, seconds);
+    const kServer = () => asServer(k);
+    const scenarios: Scenario[] = [
+      { name: "verifyJson", what: "verifyKey, JSON, hot key without limits", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: plain })), target: { ratio: 0.8, cpuRatio: 1.25 } },
+      { name: "verifyLimit", what: "verifyKey, JSON, hot key with one rate limit", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: limited })), target: { ratio: 0.7 } },
+      { name: "verifyIdentity", what: "verifyKey, JSON, identity-linked key (shared limit)", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: linked })), target: { ratio: 0.7 } },
+      { name: "ratelimitLimit", what: "ratelimit.limit", baseline: "A", server: kServer, load: json(() => k.base, "ratelimit.limit", limitBody), target: { ratio: 0.7 } },
+      { name: "verifyCredits", what: "verifyKey, JSON, key with credits (exact)", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: credited })), target: { ratio: 0.6 } },
+      { name: "createKey", what: "keys.createKey (keys/s)", baseline: "A", server: kServer, load: json(() => k.base, "keys.createKey", JSON.stringify({ apiId, prefix: "bench" })), target: { rps: 5000 } },
+    ];
+    if (kr !== undefined) {
+      const krServer = () => asServer(kr as typeof k);
+      const krBase = () => (kr as typeof k).base;
+      scenarios.push(
+        { name: "verifyLimitRedis", what: "verifyKey with one rate limit, REDIS_URL", baseline: "A", server: krServer, load: json(krBase, "keys.verifyKey", JSON.stringify({ key: limited })), target: { ratio: 0.5 } },
+        { name: "ratelimitRedis", what: "ratelimit.limit, REDIS_URL", baseline: "A", server: krServer, load: json(krBase, "ratelimit.limit", limitBody), target: { ratio: 0.5 } },
+      );
     }
-    const targets = {
-      verifyJson: { ratio: ">= 0.50", p99: "< 10 ms", met: (results.verifyJson?.ratio ?? 0) >= 0.5 && (results.verifyJson?.p99 ?? 99) < 10 },
-      verifyGrpc: { ratio: ">= 0.50", met: (results.verifyGrpc?.ratio ?? 0) >= 0.5 },
-      verifyCredits: { ratio: ">= 0.25", met: (results.verifyCredits?.ratio ?? 0) >= 0.25 },
-      createKey: { keysPerSecond: ">= 1000", met: (results.createKey?.rps ?? 0) >= 1000 },
+    const grpcMessage = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: plain }));
+    scenarios.push({
+      name: "verifyGrpc",
+      what: "verifyKey, gRPC (h2load), hot key without limits",
+      baseline: "B",
+      server: kServer,
+      load: (s) => h2load({ port: k.grpcPort, path: "/keyhold.v2.KeysService/VerifyKey", message: grpcMessage, auth, connections: CONNECTIONS }, s),
+      target: { ratio: 0.9 },
+    });
+    const baselines: Record<"A" | "B", { what: string; server: Server; load: (s: number) => ReturnType<Load> }> = {
+      A: { what: "bare Fastify 5 JSON route", server: A, load: (s) => autocannon({ url: `http://127.0.0.1:${A.port}/v2/baseline`, body: "{}", connections: CONNECTIONS }, s) },
+      B: { what: "bare grpc-js unary handler (h2load)", server: B, load: (s) => h2load({ port: B.port, path: "/bench.Baseline/Ping", message: grpcMessage, connections: CONNECTIONS }, s) },
     };
-    const report = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, pinned: hasTaskset, grpcLoad: hasH2load ? "h2load" : "grpc-js", results, creditsExact, targets };
-    fs.mkdirSync(path.join(root, "bench"), { recursive: true });
-    fs.writeFileSync(path.join(root, "bench", "results.json"), `${JSON.stringify(report, null, 2)}\n`);
 
-    const row = (name: string, f: Figure & { ratio?: number; baseline?: string }) =>
-      `${name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s  p50 ${String(f.p50).padStart(5)} ms  p99 ${String(f.p99).padStart(5)} ms` +
-      (f.ratio !== undefined ? `  ${(f.ratio * 100).toFixed(0).padStart(4)}% of ${f.baseline}` : "") +
-      (f.errors || f.non2xx ? `  (errors ${f.errors}, non-2xx ${f.non2xx ?? 0})` : "");
+    log("warming up every server and scenario (2 s each)");
+    for (const b of Object.values(baselines)) b.load(2);
+    for (const s of scenarios) s.load(2);
+
+    const rounds: Measurement[] = [];
+    const measure = (round: number, name: string, server: Server, load: (s: number) => ReturnType<Load>): Measurement => {
+      const m = { round, name, ...measured(server.pid, () => load(SECONDS)) };
+      rounds.push(m);
+      return m;
+    };
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const which of ["A", "B"] as const) {
+        const base = baselines[which];
+        let before = measure(round, `baseline${which}`, base.server, base.load);
+        for (const s of scenarios.filter((x) => x.baseline === which)) {
+          log(`round ${round}/${ROUNDS}: ${s.name}`);
+          const m = measure(round, s.name, s.server(), s.load);
+          const after = measure(round, `baseline${which}`, base.server, base.load);
+          const rps = (before.rps + after.rps) / 2;
+          const cpu = (before.cpuUsPerReq + after.cpuUsPerReq) / 2;
+          Object.assign(m, { ratio: m.rps / rps, cpuRatio: m.cpuUsPerReq / cpu, baselineRps: rps, baselineCpuUsPerReq: cpu });
+          before = after;
+        }
+      }
+    }
+
+    // Exactness under the same load: one key's credits, and one key's rate limit.
+    log("exactness: credits and rate limits under 50 connections");
+    const exact = async (base: string) => {
+      const INITIAL = 1_000_000;
+      const c = await post(base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk);
+      const fixed = autocannon({ url: `${base}/v2/keys.verifyKey`, body: JSON.stringify({ key: c.key }), auth, connections: CONNECTIONS }, 0, 20_000);
+      const spent = INITIAL - ((await post(base, "keys.getKey", { keyId: c.keyId }, rk)).credits as { remaining: number }).remaining;
+      const LIMIT = 1_000;
+      const l = (await post(base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "exact", limit: LIMIT, duration: 3_600_000 }] }, rk)).key as string;
+      const counted = await countValid(base, l, 5_000);
+      return {
+        credits: { requests: 20_000, answered: fixed.ok, spent, exact: spent === fixed.ok && fixed.ok === 20_000 },
+        ratelimit: { limit: LIMIT, requests: 5_000, valid: counted.valid, limited: counted.limited, exact: counted.valid === LIMIT && counted.limited === 5_000 - LIMIT },
+      };
+    };
+    const countValid = async (base: string, key: string, n: number) => {
+      let valid = 0;
+      let limited = 0;
+      let next = 0;
+      const worker = async () => {
+        while (next++ < n) {
+          const r = await fetch(`${base}/v2/keys.verifyKey`, { method: "POST", headers: { "content-type": "application/json", authorization: auth }, body: JSON.stringify({ key }) });
+          const code = ((await r.json()) as { data: { code: string } }).data.code;
+          if (code === "VALID") valid++;
+          else if (code === "RATE_LIMITED") limited++;
+        }
+      };
+      await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+      return { valid, limited };
+    };
+    const exactness: Record<string, Awaited<ReturnType<typeof exact>>> = { local: await exact(k.base) };
+    if (kr !== undefined) exactness.redis = await exact(kr.base);
+
+    const summary: Record<string, Record<string, unknown>> = {};
+    const pick = (name: string) => rounds.filter((m) => m.name === name);
+    for (const b of ["A", "B"] as const) {
+      const ms = pick(`baseline${b}`);
+      summary[`baseline${b}`] = { what: baselines[b].what, rps: median(ms.map((m) => m.rps)), cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)), p99: median(ms.map((m) => m.p99)), measurements: ms.length };
+    }
+    for (const s of scenarios) {
+      const ms = pick(s.name);
+      const ratio = median(ms.map((m) => m.ratio as number));
+      const cpuRatio = median(ms.map((m) => m.cpuRatio as number));
+      const rps = median(ms.map((m) => m.rps));
+      const met = (s.target.ratio === undefined || ratio >= s.target.ratio) && (s.target.cpuRatio === undefined || cpuRatio <= s.target.cpuRatio) && (s.target.rps === undefined || rps >= s.target.rps);
+      summary[s.name] = {
+        what: s.what,
+        baseline: `baseline${s.baseline}`,
+        rps,
+        ratio,
+        ratios: ms.map((m) => m.ratio),
+        cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)),
+        baselineCpuUsPerReq: median(ms.map((m) => m.baselineCpuUsPerReq as number)),
+        cpuRatio,
+        p99: median(ms.map((m) => m.p99)),
+        errors: ms.reduce((n, m) => n + m.errors + m.non2xx, 0),
+        target: s.target,
+        met,
+      };
+    }
+    const report = { date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, pinned: hasTaskset, redis: kr !== undefined, summary, exactness, measurements: rounds };
+    const file = path.join(root, "bench", "results.json");
+    fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+
+    const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
     console.log("");
-    for (const [name, f] of Object.entries(results)) console.log(row(name, f));
-    console.log(`credits: ${creditsExact.spent} spent for ${creditsExact.answered} answered verifications: ${creditsExact.exact ? "exact" : "NOT EXACT"}`);
-    console.log(`targets: ${Object.entries(targets).map(([n, t]) => `${n} ${t.met ? "met" : "MISSED"}`).join(", ")}`);
-    console.log("written to bench/results.json");
+    console.log(`medians of ${ROUNDS} rounds; each ratio is to the mean of its baseline measured just before and just after it`);
+    console.log(`${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`);
+    for (const b of ["A", "B"] as const) {
+      const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; p99: number; what: string };
+      console.log(`${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${String(s.p99).padStart(8)}  ${s.what}`);
+    }
+    for (const s of scenarios) {
+      const r = summary[s.name] as { rps: number; ratio: number; ratios: number[]; cpuUsPerReq: number; baselineCpuUsPerReq: number; cpuRatio: number; p99: number; errors: number; met: boolean };
+      const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+      const want = [s.target.ratio !== undefined ? `≥${pct(s.target.ratio)}` : "", s.target.cpuRatio !== undefined ? `CPU ≤${s.target.cpuRatio}×` : "", s.target.rps !== undefined ? `≥${n0(s.target.rps)}/s` : ""].filter(Boolean).join(", ");
+      console.log(
+        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${String(r.p99).padStart(8)}  ${want} ${r.met ? "met" : "MISSED"}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
+      );
+    }
+    for (const [where, e] of Object.entries(exactness)) {
+      console.log(`exactness (${where}): credits ${e.credits.spent} spent for ${e.credits.answered} answered: ${e.credits.exact ? "exact" : "NOT EXACT"}; rate limit ${e.ratelimit.limit}: ${e.ratelimit.valid} valid, ${e.ratelimit.limited} limited of ${e.ratelimit.requests}: ${e.ratelimit.exact ? "exact" : "NOT EXACT"}`);
+    }
+    console.log("every measurement is in bench/results.json");
+
+    if (PROFILE) {
+      // One keyhold process per scenario under --cpu-prof; the data stays in the database, so the same keys work.
+      const dir = path.join(root, "bench", "profiles");
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.mkdirSync(dir, { recursive: true });
+      await stop(k.child);
+      if (kr !== undefined) await stop(kr.child);
+      for (const s of scenarios) {
+        const profDir = path.join(dir, `${s.name}.raw`);
+        const env = { DATABASE_URL, REDIS_URL: s.name.endsWith("Redis") ? REDIS_URL : "" };
+        const p = await startKeyhold(env, 0, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
+        if (s.name.endsWith("Redis")) kr = p;
+        else k = p;
+        s.load(2);
+        s.load(SECONDS);
+        await stop(p.child);
+        const raw = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
+        if (raw === undefined) throw new Error(`no profile written for ${s.name}`);
+        fs.renameSync(path.join(profDir, raw), path.join(dir, `${s.name}.cpuprofile`));
+        fs.rmSync(profDir, { recursive: true, force: true });
+        const text = formatSummary(s.name, summarizeProfile(path.join(dir, `${s.name}.cpuprofile`), SECONDS));
+        fs.writeFileSync(path.join(dir, `${s.name}.txt`), `${text}\n`);
+        console.log(text);
+      }
+      console.log("profiles in bench/profiles/ (<scenario>.cpuprofile opens in Chrome DevTools; <scenario>.txt is the summary above)");
+    }
   } finally {
     await stop(k.child);
+    if (kr !== undefined) await stop(kr.child);
+    for (const c of servers) await stop(c);
+    await db.drop();
   }
 
   if (process.env.BENCH_SCALE === "0") return;

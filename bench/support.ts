@@ -40,11 +40,11 @@ export function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-/** keyhold from dist/ on free ports (on core `cpu`, or unpinned with null); resolves when it answers liveness. */
-export async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
+/** keyhold from dist/ on free ports (on core `cpu`, or unpinned with null), with extra Node.js flags; resolves when it answers liveness. */
+export async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0, nodeFlags: string[] = []): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
   const port = await freePort();
   const grpcPort = await freePort();
-  const main = [path.join(root, "dist", "src", "main.js")];
+  const main = [...nodeFlags, path.join(root, "dist", "src", "main.js")];
   const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
   const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
   const base = `http://127.0.0.1:${port}`;
@@ -58,7 +58,13 @@ export async function startKeyhold(env: Record<string, string> = {}, cpu: number
 
 /** POST /v2/<op> with a root key; the answer's data, or an error naming the status. */
 export async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  const send = () => fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  // A kept-alive connection idle for the server's keep-alive timeout (72 s) may be
+  // closed just as it is reused after a long measurement: sent again on a new one.
+  const res = await send().catch((err: Error & { cause?: { code?: string } }) => {
+    if (err.cause?.code === "UND_ERR_SOCKET") return send();
+    throw err;
+  });
   const json = (await res.json()) as { data: Record<string, unknown> };
   if (res.status !== 200) throw new Error(`${op}: ${res.status} ${JSON.stringify(json)}`);
   return json.data;

@@ -1,0 +1,138 @@
+// The load generators and the server-side measurement `npm run bench` uses:
+// autocannon for HTTP, h2load (Debian's nghttp2-client) for gRPC, and the server
+// process's CPU time over the measured window read from /proc/<pid>/stat.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { log, pinned, root } from "./support.js";
+
+/** One measured window: what the load generator saw and what the server spent. */
+export interface Figure {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** Answers received (2xx and others) in the window. */
+  requests: number;
+  errors: number;
+  non2xx: number;
+  /** Server utime+stime over the window divided by `requests`, µs. */
+  cpuUsPerReq: number;
+}
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime+stime of a process in µs (fields 14 and 15 of /proc/<pid>/stat; the name in field 2 may hold spaces). */
+export function cpuMicros(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
+}
+
+type Load = Omit<Figure, "cpuUsPerReq">;
+
+/** Runs `load` while reading the server's CPU time before and after it. */
+export function measured(serverPid: number, load: () => Load): Figure {
+  const before = cpuMicros(serverPid);
+  const f = load();
+  const spent = cpuMicros(serverPid) - before;
+  return { ...f, cpuUsPerReq: f.requests > 0 ? spent / f.requests : Number.NaN };
+}
+
+export interface HttpLoad {
+  url: string;
+  body: string;
+  auth?: string;
+  connections: number;
+}
+
+/** autocannon for `seconds`, or for exactly `amount` requests when given; on CPU 1. */
+export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load & { ok: number } {
+  const span = amount === undefined ? ["-d", String(seconds)] : ["-a", String(amount)];
+  const args = [path.join(root, "node_modules", "autocannon", "autocannon.js"), "-c", String(l.connections), ...span, "-m", "POST", "-H", "content-type=application/json", "-b", l.body, "-j"];
+  if (l.auth) args.push("-H", `authorization=${l.auth}`);
+  args.push(l.url);
+  const [cmd, a] = pinned(1, process.execPath, args);
+  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
+  const ok = Number(out["2xx"] ?? 0);
+  const non2xx = Number(out.non2xx ?? 0);
+  const requests = ok + non2xx;
+  const elapsed = Number(out.duration ?? seconds) || seconds;
+  return { rps: amount === undefined ? out.requests.average : requests / elapsed, p50: out.latency.p50, p99: out.latency.p99, requests, errors: out.errors, non2xx, ok };
+}
+
+/** Whether h2load answers, installing Debian's nghttp2-client when we are root and apt-get exists. */
+export function ensureH2load(): boolean {
+  const has = () => {
+    try {
+      execFileSync("h2load", ["--version"], { stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (has()) return true;
+  if (process.getuid?.() === 0 && fs.existsSync("/usr/bin/apt-get")) {
+    log("h2load is missing: apt-get install nghttp2-client");
+    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+    try {
+      execFileSync("apt-get", ["install", "-y", "-q", "--no-install-recommends", "nghttp2-client"], { stdio: "ignore", env });
+    } catch {
+      try {
+        execFileSync("apt-get", ["update", "-q"], { stdio: "ignore", env });
+        execFileSync("apt-get", ["install", "-y", "-q", "--no-install-recommends", "nghttp2-client"], { stdio: "ignore", env });
+      } catch {
+        // reported below
+      }
+    }
+  }
+  return has();
+}
+
+export interface GrpcLoad {
+  port: number;
+  path: string;
+  /** The request message, serialized. */
+  message: Uint8Array;
+  auth?: string;
+  connections: number;
+}
+
+/** h2load for `seconds` with one gRPC message per request; on CPU 1. Warm up with a short call first. */
+export function h2load(l: GrpcLoad, seconds: number): Load {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-"));
+  try {
+    // One gRPC message frame: no compression, 4-byte big-endian length, the message.
+    const frame = Buffer.alloc(5 + l.message.length);
+    frame.writeUInt32BE(l.message.length, 1);
+    Buffer.from(l.message).copy(frame, 5);
+    fs.writeFileSync(path.join(dir, "body"), frame);
+    const args = ["-c", String(l.connections), "-m", "1", "-t", "1", "-D", String(seconds), "-d", path.join(dir, "body")];
+    args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `--log-file=${path.join(dir, "log")}`);
+    if (l.auth) args.push("-H", `authorization: ${l.auth}`);
+    args.push(`http://127.0.0.1:${l.port}${l.path}`);
+    const [cmd, a] = pinned(1, "h2load", args);
+    const out = execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString();
+    const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
+    const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
+    const errored = Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
+    const non2xx = Number(/status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out)?.slice(1).reduce((s, x) => s + Number(x), 0) ?? 0);
+    const times = fs
+      .readFileSync(path.join(dir, "log"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => Number(line.split("\t")[2]) / 1000)
+      .filter((x) => Number.isFinite(x))
+      .sort((x, y) => x - y);
+    const pct = (q: number) => times[Math.min(times.length - 1, Math.floor((times.length * q) / 100))] ?? 0;
+    return { rps: done / seconds, p50: pct(50), p99: pct(99), requests: done, errors: failed + errored, non2xx };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
