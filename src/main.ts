@@ -1,6 +1,7 @@
 // Reads the configuration, opens (or starts) the database, migrates, serves the
 // JSON API + Connect on PORT and gRPC on GRPC_PORT, and shuts down cleanly on
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush, close, exit 0.
+import "./server/v8-flags.js";
 import pino from "pino";
 import { ConfigError, loadConfig } from "./server/config.js";
 import { buildServer } from "./server/bootstrap.js";
