@@ -3,13 +3,13 @@
 // Connect and gRPC, in-process, as plain function calls on the generated types.
 import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { authenticate } from "../domain/auth/authenticate.js";
+import { authenticate, authenticateCached } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError, invalidInput } from "../domain/errors.js";
 import type { Call, ServiceEntry } from "../services/types.js";
 import { answered } from "../server/answered.js";
 import { metricsOf } from "../server/metrics.js";
-import { ACCEPTED_ENCODINGS_HEADER, inflate, readBody, type RequestEncoding, requestEncoding } from "../transport/body.js";
+import { ACCEPTED_ENCODINGS_HEADER, inflate, readBody, readBodyNow, type RequestEncoding, requestEncoding } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { parseJson } from "../transport/decode.js";
 import { checkBody } from "./json-check.js";
@@ -88,7 +88,11 @@ async function readJsonBody(req: FastifyRequest, reply: FastifyReply, limit: num
     reply.header("accept-encoding", ACCEPTED_ENCODINGS_HEADER);
     throw err;
   }
-  return parseJson(await inflate(await readBody(req.raw, limit), encoding, limit));
+  // The handler starts while Node is still parsing the packet that carried the
+  // headers; a body that came with them is buffered once this turn's parsing ends.
+  if (!req.raw.complete) await undefined;
+  const raw = readBodyNow(req.raw, limit) ?? (await readBody(req.raw, limit));
+  return parseJson(encoding === undefined ? raw : await inflate(raw, encoding, limit));
 }
 
 export interface Route {
@@ -139,7 +143,8 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
     for (const route of routeTable(entries)) {
       const adapt = adapters[route.path];
       app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {
-        const principal = await authenticate(deps, singleAuthorization(req.raw.rawHeaders, req.headers.authorization));
+        const authorization = singleAuthorization(req.raw.rawHeaders, req.headers.authorization);
+        const principal = authenticateCached(deps, authorization) ?? (await authenticate(deps, authorization));
         callerWorkspace.set(req, principal.workspaceId);
         let body = await readJsonBody(req, reply, bodyLimit);
         if (adapt) body = adapt(body);

@@ -88,6 +88,31 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * The whole body at once when it has all arrived already and nothing has read
+ * it yet: a small body comes with its headers, and Node has buffered it by the
+ * time the handler has waited one microtask. Taken from the stream's buffer without
+ * a promise or listeners (what readBody costs is most of what this saves: ~1 µs
+ * a request here). undefined = read it with readBody.
+ */
+export function readBodyNow(req: IncomingMessage, limit: number): Buffer | undefined {
+  if (req.readableFlowing !== null || req.destroyed || req.readableLength > limit) return undefined;
+  // All in: the parser saw its end, or the declared length is buffered (its end may be parsed a moment later).
+  const declared = req.headers["content-length"];
+  if (!req.complete && (declared === undefined || req.readableLength !== Number(declared))) return undefined;
+  if (req.readableLength === 0) return req.readableEnded ? Buffer.alloc(0) : undefined;
+  const chunk = req.read() as Buffer | null;
+  // One read() of a paused stream returns its whole buffer; anything left (or nothing) goes the long way.
+  if (chunk === null || req.readableLength > 0) return chunk === null ? undefined : Buffer.concat([chunk, ...drain(req)]);
+  return chunk;
+}
+
+function drain(req: IncomingMessage): Buffer[] {
+  const rest: Buffer[] = [];
+  for (let c = req.read() as Buffer | null; c !== null; c = req.read() as Buffer | null) rest.push(c);
+  return rest;
+}
+
 const gunzip = promisify(zlib.gunzip);
 const brotliDecompress = promisify(zlib.brotliDecompress);
 

@@ -12,33 +12,56 @@ import { hasRootKeyShape, isWellFormedRootKey } from "./root-key.js";
 
 const BEARER = "Bearer ";
 
+/**
+ * The principal of a request whose root key is in the cache (or whose header is
+ * refused on its face), without a promise: the JSON door's hot path, where an
+ * async call and its await cost more than the check itself. undefined = the
+ * root key must be looked up: call authenticate().
+ */
+export function authenticateCached(deps: Deps, header: string | undefined): Principal | undefined {
+  const token = tokenOf(header);
+  const hash = hashKey(token);
+  const record = deps.rootKeyCache.get(hash);
+  return record === undefined ? undefined : principalOf(deps, record);
+}
+
 export async function authenticate(deps: Deps, header: string | undefined): Promise<Principal> {
+  const token = tokenOf(header);
+  const hash = hashKey(token);
+  const cached = deps.rootKeyCache.get(hash);
+  if (cached !== undefined) return principalOf(deps, cached);
+  // Only tokens that passed the checksum are ever cached (hit or miss): check the rest in full.
+  if (!isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
+  const generation = deps.rootKeyCache.generation;
+  // A record held while the cache is bypassed answers when the database cannot be reached.
+  const found = await outageOf(deps.pool).read(deps.rootKeyCache.stale(hash), () => findRootKeyByHash(deps.pool, hash));
+  if (deps.rootKeyCache.generation === generation) {
+    if (found) deps.rootKeyCache.set(hash, found, [`rootkey:${found.id}`, `ws:${found.workspaceId}`]);
+    else deps.rootKeyCache.setMiss(hash);
+  }
+  return principalOf(deps, found ?? MISS);
+}
+
+/** The root key of an Authorization header, or the refusal of its shape. */
+function tokenOf(header: string | undefined): string {
   if (header === undefined) throw new AppError("err:svc:authentication:missing");
   if (!header.startsWith(BEARER)) throw new AppError("err:svc:authentication:malformed");
   const token = header.slice(BEARER.length);
   if (!hasRootKeyShape(token)) throw new AppError("err:svc:authentication:malformed");
+  return token;
+}
 
-  const hash = hashKey(token);
-  let record = deps.rootKeyCache.get(hash);
-  // Only tokens that passed the checksum are ever cached (hit or miss): check the rest in full.
-  if (record === undefined && !isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
-  if (record === undefined) {
-    const generation = deps.rootKeyCache.generation;
-    // A record held while the cache is bypassed answers when the database cannot be reached.
-    const found = await outageOf(deps.pool).read(deps.rootKeyCache.stale(hash), () => findRootKeyByHash(deps.pool, hash));
-    if (deps.rootKeyCache.generation === generation) {
-      if (found) deps.rootKeyCache.set(hash, found, [`rootkey:${found.id}`, `ws:${found.workspaceId}`]);
-      else deps.rootKeyCache.setMiss(hash);
-    }
-    record = found ?? MISS;
-  }
+type CachedRootKey = NonNullable<ReturnType<Deps["rootKeyCache"]["get"]>>;
+
+function principalOf(deps: Deps, record: CachedRootKey): Principal {
   if (record === MISS) throw new AppError("err:svc:authentication:key_not_found");
   if (!record.workspaceEnabled) throw new AppError("err:svc:authorization:workspace_disabled");
   if (!record.enabled) throw new AppError("err:svc:authorization:key_disabled");
-  if (record.expiresAt !== undefined && deps.clock.now() > record.expiresAt) {
+  const now = deps.clock.now();
+  if (record.expiresAt !== undefined && now > record.expiresAt) {
     throw new AppError("err:svc:authorization:forbidden", "The root key has expired.");
   }
   // Memory only: the write-behind stores it in a batch later.
-  deps.rootKeyUsage.record(record.id, deps.clock.now());
+  deps.rootKeyUsage.record(record.id, now);
   return { workspaceId: record.workspaceId, rootKeyId: record.id, permissions: record.permissions };
 }
