@@ -3,10 +3,19 @@
 // under a binary collation (stable cursor pages, contract §1.5 and §6.5).
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { type IdPrefix, newId } from "./ids.js";
+import { randomBytes } from "node:crypto";
+import { base58Of16, type IdPrefix, newId } from "./ids.js";
 
 const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek", "mig"];
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+describe("base58Of16", () => {
+  it("is bs58's encoding padded to 22 digits, for edge and random inputs", () => {
+    const edges = [Buffer.alloc(16), Buffer.alloc(16, 0xff), Buffer.from([0, ...Array(15).fill(0xff)]), Buffer.from([...Array(15).fill(0), 1]), Buffer.from([...Array(15).fill(0), 57]), Buffer.from([...Array(15).fill(0), 58])];
+    const random = Array.from({ length: 2_000 }, () => randomBytes(16));
+    for (const b of [...edges, ...random]) expect(base58Of16(b)).toBe(bs58.encode(b).padStart(22, "1"));
+  });
+});
 
 describe("newId", () => {
   it.each(prefixes)("%s ids are `%s_` + 22 base58 characters", (prefix) => {
@@ -20,6 +29,14 @@ describe("newId", () => {
     const now = Date.now();
     const ids = new Set(Array.from({ length: 10_000 }, () => newId("key", now)));
     expect(ids.size).toBe(10_000);
+  });
+
+  it("encodes the creation time in its first 6 bytes, as bs58 reads them", () => {
+    for (const t of [0, 1, 2 ** 32 - 1, 2 ** 32, 1_700_000_000_123, 2 ** 48 - 1]) {
+      const bytes = Buffer.from(bs58.decode(newId("key", t).slice(4)));
+      const full = Buffer.concat([Buffer.alloc(16), bytes]).subarray(-16);
+      expect(full.readUIntBE(0, 6)).toBe(t);
+    }
   });
 
   it("sorts by creation time in byte order", () => {
