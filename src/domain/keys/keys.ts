@@ -1,6 +1,6 @@
 // keys.createKey, getKey, whoami, listKeys, deleteKey.
 import { findLiveApi } from "../../storage/apis.js";
-import { insertKeyRow, insertRatelimits, findLiveKeyById, findLiveKeyByHash, listLiveKeys, searchLiveKeys } from "../../storage/keys.js";
+import { insertKeyRow, insertRatelimits, type NewKeyRow, findLiveKeyById, findLiveKeyByHash, listLiveKeys, searchLiveKeys } from "../../storage/keys.js";
 import {
   ensurePermissions,
   findLiveIdentityIdByExternalId,
@@ -11,7 +11,7 @@ import {
   upsertIdentity,
 } from "../../storage/relations.js";
 import { deleteKeyRow, findEncryptedKeys, insertEncryptedKey, softDeleteKey } from "../../storage/key-admin.js";
-import { isDuplicateKey, transaction } from "../../storage/sql.js";
+import { isDuplicateKey, retryingDeadlocks, transaction } from "../../storage/sql.js";
 import { apiNotFound } from "../apis/apis.js";
 import { type Principal, apiPermission, holdsAny, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
@@ -94,28 +94,35 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
 
   for (let attempt = 0; ; attempt++) {
     const keyId = newId("key", now);
+    const row: NewKeyRow = {
+      id: keyId,
+      keyAuthId: api.keyAuthId,
+      apiId: api.id,
+      workspaceId: p.workspaceId,
+      hash,
+      start,
+      prefix,
+      byteLength,
+      name: input.name,
+      identityId,
+      meta: metaText,
+      expires: input.expires,
+      enabled: input.enabled ?? true,
+      remaining: credits.remaining,
+      refillAmount: credits.refill?.amount,
+      refillDay: credits.refill?.day,
+      recoverable: input.recoverable ?? false,
+      now,
+    };
     try {
+      if (ratelimits.length === 0 && slugCount === 0 && roleIds.length === 0 && encrypted === undefined) {
+        // The key row alone: one statement commits by itself (two fewer round trips than a transaction).
+        await retryingDeadlocks(() => insertKeyRow(deps.pool, row));
+        deps.keyCache.delete(hash);
+        return { keyId, key };
+      }
       await transaction(deps.pool, async (conn) => {
-        await insertKeyRow(conn, {
-          id: keyId,
-          keyAuthId: api.keyAuthId,
-          apiId: api.id,
-          workspaceId: p.workspaceId,
-          hash,
-          start,
-          prefix,
-          byteLength,
-          name: input.name,
-          identityId,
-          meta: metaText,
-          expires: input.expires,
-          enabled: input.enabled ?? true,
-          remaining: credits.remaining,
-          refillAmount: credits.refill?.amount,
-          refillDay: credits.refill?.day,
-          recoverable: input.recoverable ?? false,
-          now,
-        });
+        await insertKeyRow(conn, row);
         await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
         const linked = (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
         // A permission or role deleted concurrently since it was looked up: roll back and look again.
