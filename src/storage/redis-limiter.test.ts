@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { MemoryLimiter, type LimitCheck, type Limiter } from "../domain/ratelimit/limiter.js";
 import type { Logger } from "../domain/deps.js";
 import { RedisLimiter, type RedisLimiterOptions } from "./redis-limiter.js";
@@ -68,6 +68,26 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     expect(results[0]!.reset).toBe(T0 + D);
     expect(results[0]!.limit).toBe(5);
     expect(l.degraded()).toBe(false);
+  });
+
+  it("sends the checks of one turn as one script call, each call all-or-nothing on its own, counted in order", async () => {
+    const l = await limiter();
+    // What each script call carried: its groups' sizes.
+    const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
+    // 12 concurrent calls on a limit of 5, every other one also taking "tight" (limit 1).
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => l.check(i % 2 === 1 ? [chk("shared", 5), chk("tight", 1)] : [chk("shared", 5)], T0 + 10)),
+    );
+    expect(send.mock.calls.map(([groups]) => groups.map((g) => g.size))).toEqual([[1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2]]);
+    // In order: 0, 1 (takes "tight"), 2 pass; 3 fails on "tight" and spends nothing,
+    // so 4 and 6 still find room in "shared"; 5 fails on "tight"; from 7 on "shared" is full.
+    expect(results.map((r) => r.every((x) => x.passed))).toEqual([true, true, true, false, true, false, true, false, false, false, false, false]);
+    expect(results[3]!.map((x) => x.passed)).toEqual([true, false]);
+    expect(results[3]![0]!.remaining).toBe(2); // 4 of 5 counted with it, its own 1 given back
+    // The counters hold exactly what the passed calls spent.
+    const used = async (key: string) => 1_000 - (await l.check([chk(key, 1_000, 0)], T0 + 10))[0]!.remaining;
+    expect(await used("shared")).toBe(5);
+    expect(await used("tight")).toBe(1);
   });
 
   it("weights the previous window by the time left, like MemoryLimiter", async () => {
