@@ -164,13 +164,20 @@ async function main() {
       load: (s) => h2load({ port: k.grpcPort, path: "/keyhold.v2.KeysService/VerifyKey", message: grpcMessage, auth, connections: CONNECTIONS }, s),
       target: { ratio: 0.9 },
     });
+    // BENCH_ONLY=verifyJson,verifyGrpc measures only those (a quick A/B while working on one path).
+    const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
+    if (only.length > 0) {
+      const unknown = only.filter((n) => !scenarios.some((s) => s.name === n));
+      if (unknown.length > 0) throw new Error(`BENCH_ONLY names unknown scenarios: ${unknown.join(", ")} (known: ${scenarios.map((s) => s.name).join(", ")})`);
+      scenarios.splice(0, scenarios.length, ...scenarios.filter((s) => only.includes(s.name)));
+    }
     const baselines: Record<"A" | "B", { what: string; server: Server; load: (s: number) => ReturnType<Load> }> = {
       A: { what: "bare Fastify 5 JSON route", server: A, load: (s) => autocannon({ url: `http://127.0.0.1:${A.port}/v2/baseline`, body: "{}", connections: CONNECTIONS }, s) },
       B: { what: "bare grpc-js unary handler (h2load)", server: B, load: (s) => h2load({ port: B.port, path: "/bench.Baseline/Ping", message: grpcMessage, connections: CONNECTIONS }, s) },
     };
 
     log("warming up every server and scenario (2 s each)");
-    for (const b of Object.values(baselines)) b.load(2);
+    for (const b of ["A", "B"] as const) if (scenarios.some((x) => x.baseline === b)) baselines[b].load(2);
     for (const s of scenarios) s.load(2);
 
     const rounds: Measurement[] = [];
@@ -181,6 +188,7 @@ async function main() {
     };
     for (let round = 1; round <= ROUNDS; round++) {
       for (const which of ["A", "B"] as const) {
+        if (!scenarios.some((x) => x.baseline === which)) continue;
         const base = baselines[which];
         let before = measure(round, `baseline${which}`, base.server, base.load);
         for (const s of scenarios.filter((x) => x.baseline === which)) {
@@ -230,7 +238,8 @@ async function main() {
 
     const summary: Record<string, Record<string, unknown>> = {};
     const pick = (name: string) => rounds.filter((m) => m.name === name);
-    for (const b of ["A", "B"] as const) {
+    const used = (["A", "B"] as const).filter((b) => scenarios.some((x) => x.baseline === b));
+    for (const b of used) {
       const ms = pick(`baseline${b}`);
       summary[`baseline${b}`] = { what: baselines[b].what, rps: median(ms.map((m) => m.rps)), cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)), p99: median(ms.map((m) => m.p99)), measurements: ms.length };
     }
@@ -263,7 +272,7 @@ async function main() {
     console.log("");
     console.log(`medians of ${ROUNDS} rounds; each ratio is to the mean of its baseline measured just before and just after it`);
     console.log(`${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`);
-    for (const b of ["A", "B"] as const) {
+    for (const b of used) {
       const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; p99: number; what: string };
       console.log(`${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${String(s.p99).padStart(8)}  ${s.what}`);
     }
