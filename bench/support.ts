@@ -62,7 +62,7 @@ export async function post(base: string, op: string, body: unknown, rootKey: str
   // A kept-alive connection idle for the server's keep-alive timeout (72 s) may be
   // closed just as it is reused after a long measurement: sent again on a new one.
   const res = await send().catch((err: Error & { cause?: { code?: string } }) => {
-    if (err.cause?.code === "UND_ERR_SOCKET") return send();
+    if (["UND_ERR_SOCKET", "EPIPE", "ECONNRESET"].includes(err.cause?.code ?? "")) return send();
     throw err;
   });
   const json = (await res.json()) as { data: Record<string, unknown> };
