@@ -3,7 +3,7 @@
 // Connect and gRPC, in-process, as plain function calls on the generated types.
 import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { authenticate, authenticateCached } from "../domain/auth/authenticate.js";
+import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { AppError, invalidInput } from "../domain/errors.js";
 import type { Call, ServiceEntry } from "../services/types.js";
@@ -144,7 +144,8 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
       const adapt = adapters[route.path];
       app.post(`/v2/${route.path}`, async (req: FastifyRequest, reply: FastifyReply) => {
         const authorization = singleAuthorization(req.raw.rawHeaders, req.headers.authorization);
-        const principal = authenticateCached(deps, authorization) ?? (await authenticate(deps, authorization));
+        const found = authenticateCached(deps, authorization);
+        const principal = found instanceof RootKeyMiss ? await lookupRootKey(deps, found) : found;
         callerWorkspace.set(req, principal.workspaceId);
         let body = await readJsonBody(req, reply, bodyLimit);
         if (adapt) body = adapt(body);

@@ -56,6 +56,16 @@ describe("operations endpoints", () => {
     expect(after).not.toContain(rk);
   });
 
+  it("a root key's first use counts one root-key cache miss, its next uses hits", async () => {
+    const rk = await h.rootKey(["*"]);
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) expect((await h.post("/v2/keys.getKey", { keyId: "key_missing" }, rk)).status).toBe(404);
+    const after = await scrape();
+    const delta = (name: string) => sample(after, name, { cache: "root_keys" }) - sample(before, name, { cache: "root_keys" });
+    expect(delta("keyhold_cache_misses_total")).toBe(1);
+    expect(delta("keyhold_cache_hits_total")).toBe(2);
+  });
+
   it("gRPC calls are counted too, by status name", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);

@@ -12,24 +12,33 @@ import { hasRootKeyShape, isWellFormedRootKey } from "./root-key.js";
 
 const BEARER = "Bearer ";
 
-/**
- * The principal of a request whose root key is in the cache (or whose header is
- * refused on its face), without a promise: the JSON door's hot path, where an
- * async call and its await cost more than the check itself. undefined = the
- * root key must be looked up: call authenticate().
- */
-export function authenticateCached(deps: Deps, header: string | undefined): Principal | undefined {
-  const token = tokenOf(header);
-  const hash = hashKey(token);
-  const record = deps.rootKeyCache.get(hash);
-  return record === undefined ? undefined : principalOf(deps, record);
+/** A well-shaped root key that is not in the cache: to be looked up (lookupRootKey). */
+export class RootKeyMiss {
+  constructor(
+    readonly token: string,
+    readonly hash: string,
+  ) {}
 }
 
-export async function authenticate(deps: Deps, header: string | undefined): Promise<Principal> {
+/**
+ * The principal of a request whose root key is in the cache (or the refusal of
+ * its header on its face), without a promise: the JSON door's hot path, where an
+ * async call and its await cost more than the check itself. A RootKeyMiss means
+ * the root key must be read from the database: lookupRootKey().
+ */
+export function authenticateCached(deps: Deps, header: string | undefined): Principal | RootKeyMiss {
   const token = tokenOf(header);
   const hash = hashKey(token);
   const cached = deps.rootKeyCache.get(hash);
-  if (cached !== undefined) return principalOf(deps, cached);
+  return cached === undefined ? new RootKeyMiss(token, hash) : principalOf(deps, cached);
+}
+
+export async function authenticate(deps: Deps, header: string | undefined): Promise<Principal> {
+  const found = authenticateCached(deps, header);
+  return found instanceof RootKeyMiss ? lookupRootKey(deps, found) : found;
+}
+
+export async function lookupRootKey(deps: Deps, { token, hash }: RootKeyMiss): Promise<Principal> {
   // Only tokens that passed the checksum are ever cached (hit or miss): check the rest in full.
   if (!isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
   const generation = deps.rootKeyCache.generation;
