@@ -10,7 +10,7 @@ import { AppError, type ErrorCode } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
-import { writeAnswer } from "../transport/body.js";
+import { bodyComplete, writeAnswer } from "../transport/body.js";
 import { answered } from "./answered.js";
 import { metricsOf } from "./metrics.js";
 import { readiness } from "./readiness.js";
@@ -102,7 +102,7 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
     const body = errorBody(await redactKeys(deps, err, callerWorkspace.get(req)), config.docsBaseUrl);
     answered(req, reply, body.status, metrics);
-    if (req.raw.complete === false) {
+    if (!bodyComplete(req.raw)) {
       // Refused before (or while) its body was read: answered while the rest of the body is discarded (transport/body.ts).
       reply.hijack();
       const headers = { ...reply.getHeaders(), "content-type": "application/json; charset=utf-8" } as OutgoingHttpHeaders;

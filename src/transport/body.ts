@@ -102,10 +102,22 @@ export function readBodyNow(req: IncomingMessage, limit: number): Buffer | undef
   if (!req.complete && (declared === undefined || req.readableLength !== Number(declared))) return undefined;
   if (req.readableLength === 0) return req.readableEnded ? Buffer.alloc(0) : undefined;
   const chunk = req.read() as Buffer | null;
-  // One read() of a paused stream returns its whole buffer; anything left (or nothing) goes the long way.
-  if (chunk === null || req.readableLength > 0) return chunk === null ? undefined : Buffer.concat([chunk, ...drain(req)]);
-  return chunk;
+  if (chunk === null) return undefined;
+  taken.add(req);
+  // Its end not parsed yet: flowing from now on, so the stream ends (and says so) when it is.
+  if (!req.complete) req.resume();
+  // One read() of a paused stream returns its whole buffer; anything left is taken too.
+  return req.readableLength > 0 ? Buffer.concat([chunk, ...drain(req)]) : chunk;
 }
+
+const taken = new WeakSet<IncomingMessage>();
+
+/**
+ * Whether the whole body is in: Node has parsed its end, or readBodyNow took all
+ * of it a moment before that (an answer to such a request need not close the
+ * connection: nothing of the body is left to come).
+ */
+export const bodyComplete = (req: IncomingMessage): boolean => req.complete || taken.has(req);
 
 function drain(req: IncomingMessage): Buffer[] {
   const rest: Buffer[] = [];
@@ -146,7 +158,7 @@ export const LINGER_MS = 500;
  * close of RFC 9112 §9.6, bounded in time.
  */
 export function writeAnswer(req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Uint8Array | string): void {
-  const complete = req.complete;
+  const complete = bodyComplete(req);
   res.writeHead(status, { ...headers, "content-length": Buffer.byteLength(body), ...(complete ? {} : { connection: "close" }) });
   if (complete) {
     res.end(body);

@@ -227,6 +227,48 @@ describe("every door refuses the same hostile requests the same way, within boun
     }
   });
 
+  it("keeps the connection of a request refused after its whole body was read, however the body arrived", async () => {
+    const rootKey = await h.rootKey(["*"]);
+    const body = '{"keyId":';
+    const head = `POST /v2/keys.getKey HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer ${rootKey}\r\ncontent-length: ${body.length}\r\n\r\n`;
+    // Body with its headers, after them in the same turn, and a moment later: each a 400 (not JSON), then a second request on the same connection.
+    for (const gapMs of [-1, 0, 20]) {
+      const answers = await new Promise<string[]>((resolve, reject) => {
+        const socket = net.connect(server.port, "127.0.0.1");
+        let received = "";
+        const seen: string[] = [];
+        const send = () => {
+          if (gapMs < 0) socket.write(head + body);
+          else {
+            socket.write(head);
+            if (gapMs === 0) setImmediate(() => socket.write(body));
+            else setTimeout(() => socket.write(body), gapMs);
+          }
+        };
+        socket.on("data", (d) => {
+          received += d.toString("latin1");
+          const end = received.indexOf("\r\n\r\n");
+          const length = Number(/content-length: (\d+)/i.exec(received)?.[1] ?? -1);
+          if (end < 0 || length < 0 || received.length < end + 4 + length) return;
+          seen.push(received.slice(0, end + 4 + length));
+          received = received.slice(end + 4 + length);
+          if (seen.length === 2) {
+            socket.destroy();
+            resolve(seen);
+          } else send();
+        });
+        socket.on("error", reject);
+        socket.on("close", () => resolve(seen));
+        send();
+      });
+      expect(answers.length, `gap ${gapMs}: ${answers.join("|")}`).toBe(2);
+      for (const a of answers) {
+        expect(a.split(" ")[1], a).toBe("400");
+        expect(a.toLowerCase(), a).not.toContain("connection: close");
+      }
+    }
+  });
+
   it("logs a request whose client went away while its root key was being looked up (its body is never waited for)", async () => {
     for (const path of ["/v2/keys.whoami", "/keyhold.v2.KeysService/Whoami"]) {
       // A root key this server has not seen yet: authenticating it reads the database, and meanwhile the client goes.
