@@ -155,7 +155,7 @@ export class RedisLimiter implements Limiter {
     try {
       effective = await new Promise<number[]>((resolve, reject) => {
         this.queue.push({ keys, args, size: checks.length, resolve, reject });
-        if (this.queue.length === 1) setImmediate(() => this.flush());
+        if (this.queue.length === 1) setImmediate(() => void this.flush());
       });
     } catch (err) {
       this.markDown(err as Error);
@@ -174,10 +174,12 @@ export class RedisLimiter implements Limiter {
   }
 
   /** Sends the turn's groups: one script call per MAX_GROUPS of them. */
-  private flush(): void {
+  private flush(): Promise<void>[] {
     const queued = this.queue;
     this.queue = [];
-    for (let i = 0; i < queued.length; i += MAX_GROUPS) void this.send(queued.slice(i, i + MAX_GROUPS));
+    const sent: Promise<void>[] = [];
+    for (let i = 0; i < queued.length; i += MAX_GROUPS) sent.push(this.send(queued.slice(i, i + MAX_GROUPS)));
+    return sent;
   }
 
   private async send(groups: Group[]): Promise<void> {
@@ -203,6 +205,8 @@ export class RedisLimiter implements Limiter {
 
   async close(): Promise<void> {
     this.closing = true;
+    // Checks of this turn go out before the connection is closed (their scheduled flush finds nothing left).
+    await Promise.all(this.flush());
     await this.local.close();
     if (this.redis.status === "ready") {
       try {
