@@ -292,14 +292,14 @@ async function main() {
     console.log(`${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`);
     for (const b of used) {
       const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; p99: number; what: string };
-      console.log(`${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${String(s.p99).padStart(8)}  ${s.what}`);
+      console.log(`${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`);
     }
     for (const s of scenarios) {
       const r = summary[s.name] as { rps: number; ratio: number; ratios: number[]; cpuUsPerReq: number; baselineCpuUsPerReq: number; cpuRatio: number; p99: number; errors: number; met: boolean };
       const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
       const want = [s.target.ratio !== undefined ? `≥${pct(s.target.ratio)}` : "", s.target.cpuRatio !== undefined ? `CPU ≤${s.target.cpuRatio}×` : "", s.target.rps !== undefined ? `≥${n0(s.target.rps)}/s` : ""].filter(Boolean).join(", ");
       console.log(
-        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${String(r.p99).padStart(8)}  ${want} ${r.met ? "met" : "MISSED"}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
+        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${want} ${r.met ? "met" : "MISSED"}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
       );
     }
     for (const [where, e] of Object.entries(exactness)) {
