@@ -115,9 +115,10 @@ const taken = new WeakSet<IncomingMessage>();
 /**
  * Whether the whole body is in: Node has parsed its end, or readBodyNow took all
  * of it a moment before that (an answer to such a request need not close the
- * connection: nothing of the body is left to come).
+ * connection: nothing of the body is left to come). Only an explicit
+ * `complete === false` is incomplete: a request injected in tests has no flag.
  */
-export const bodyComplete = (req: IncomingMessage): boolean => req.complete || taken.has(req);
+export const bodyComplete = (req: IncomingMessage): boolean => req.complete !== false || taken.has(req);
 
 function drain(req: IncomingMessage): Buffer[] {
   const rest: Buffer[] = [];
