@@ -12,27 +12,12 @@ const fresh = (): string => `review-${Date.now()}-${++n}`;
 describe("Idempotency-Key edges", () => {
   const h = useHarness();
 
-  it("a createKey whose commit succeeded but whose answer was lost (503) is not run a second time by its retry", async () => {
-    const rk = await h.rootKey(["*"]);
-    const apiId = await api(h, rk);
-    const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
-    const getConnection = pool.getConnection;
-    // The next transaction's COMMIT reaches the server, then the connection drops before
-    // the OK comes back (what the statement watchdog does to a slow commit): the outcome is unknown.
-    pool.getConnection = async () => {
-      const conn = await getConnection();
-      pool.getConnection = getConnection;
-      const commit = conn.commit.bind(conn);
-      conn.commit = async () => {
-        await commit();
-        throw Object.assign(new Error("Connection lost: The server closed the connection."), { code: "PROTOCOL_CONNECTION_LOST", fatal: true });
-      };
-      return conn;
-    };
+  /** Sends a createKey whose outcome is unknown to keyhold, then its retry: one key at most, and the retry told 409. */
+  async function lostAnswer(rk: string, apiId: string, body: Record<string, unknown>, breakNextWrite: () => () => void): Promise<void> {
+    const restore = breakNextWrite();
     const ik = fresh();
-    const body = { apiId, name: "lost-ack" };
     const first = await h.post("/v2/keys.createKey", body, rk, idem(ik));
-    pool.getConnection = getConnection;
+    restore();
     expect(first.status, first.text).toBe(503);
     // The client does what Idempotency-Key is for: retries with the same key.
     const retry = await h.post("/v2/keys.createKey", body, rk, idem(ik));
@@ -40,6 +25,53 @@ describe("Idempotency-Key edges", () => {
     // One logical request, so at most one key; the retry may be told 409 (outcome unknown), not run again.
     expect(list.body.data, `retry answered ${retry.status}`).toHaveLength(1);
     expect(retry.status, retry.text).toBe(409);
+  }
+
+  const lost = () => Object.assign(new Error("Connection lost: The server closed the connection."), { code: "PROTOCOL_CONNECTION_LOST", fatal: true });
+
+  it("a createKey whose commit succeeded but whose answer was lost (503) is not run a second time by its retry", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    // A key with a rate limit is written in a transaction. Its COMMIT reaches the server, then the connection
+    // drops before the OK comes back (what the statement watchdog does to a slow commit): the outcome is unknown.
+    await lostAnswer(rk, apiId, { apiId, name: "lost-ack", ratelimits: [{ name: "requests", limit: 10, duration: 60_000 }] }, () => {
+      const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
+      const getConnection = pool.getConnection;
+      pool.getConnection = async () => {
+        const conn = await getConnection();
+        pool.getConnection = getConnection;
+        const commit = conn.commit.bind(conn);
+        conn.commit = async () => {
+          await commit();
+          throw lost();
+        };
+        return conn;
+      };
+      return () => {
+        pool.getConnection = getConnection;
+      };
+    });
+  });
+
+  it("a plain createKey (one INSERT, no transaction) whose answer was lost is not run a second time by its retry", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    // The INSERT of the key runs on the server, then the connection drops before its answer comes back.
+    await lostAnswer(rk, apiId, { apiId, name: "lost-insert" }, () => {
+      const pool = h.db.pool as unknown as Record<"query" | "execute", (sql: string, params?: unknown) => Promise<unknown>>;
+      const originals = { query: pool.query, execute: pool.execute };
+      for (const method of ["query", "execute"] as const) {
+        pool[method] = async function (this: unknown, sql: string, params?: unknown) {
+          const result = await originals[method].call(this, sql, params);
+          if (/^\s*INSERT INTO `?keys`? /i.test(sql)) {
+            Object.assign(pool, originals);
+            throw lost();
+          }
+          return result;
+        };
+      }
+      return () => Object.assign(pool, originals);
+    });
   });
 
   it("expired records are swept faster than one idempotent request a minute can create them", async () => {
