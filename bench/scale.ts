@@ -122,7 +122,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     const apiId = (await h.post(first.base, "apis.createApi", { name: "bench-scale" }, rk)).apiId as string;
     const created = await h.post(first.base, "keys.createKey", { apiId, prefix: "bench" }, rk);
     const hot = created.key as string;
-    db = await openDatabase(url, h.log);
+    db = await openDatabase(url);
     const [ownerRows] = await db.pool.query("SELECT key_auth_id, api_id, workspace_id FROM `keys` WHERE id = ?", [created.keyId]);
     const o = (ownerRows as Array<{ key_auth_id: string; api_id: string; workspace_id: string }>)[0];
     if (!o) throw new Error("cannot read back the key created through the API");

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import bs58 from "bs58";
 import type { Pool } from "mysql2/promise";
-import { newId } from "../src/domain/ids.js";
+import { newId } from "../src/core/ids.js";
 import { hashKey } from "../src/domain/keys/generate.js";
 
 export interface KeyOwner {

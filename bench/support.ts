@@ -6,7 +6,7 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openDatabase } from "../src/storage/db.js";
-import { type PrivateServer, startPrivateServer } from "../src/storage/private-server.js";
+import { type PrivateServer, startPrivateServer } from "../src/embedded-db/private-server.js";
 
 export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
 export const root = path.resolve(here, "..", "..");
@@ -95,7 +95,7 @@ export async function freshDatabase(prefix: string): Promise<BenchDatabase> {
     name,
     url,
     async drop() {
-      const db = await openDatabase(url, () => undefined).catch(() => undefined);
+      const db = await openDatabase(url).catch(() => undefined);
       if (db !== undefined) {
         await db.pool.query(`DROP DATABASE IF EXISTS \`${name}\``).catch((e: Error) => log(`could not drop ${name}: ${e.message}`));
         await db.close();

@@ -7,9 +7,10 @@ import { ConfigError, loadConfig } from "./server/config.js";
 import { buildServer } from "./server/bootstrap.js";
 import { buildDeps } from "./server/deps.js";
 import { startGrpcServer } from "./grpc/server.js";
-import { services } from "./services/registry.js";
-import { migrate, openDatabase } from "./storage/db.js";
-import { NoDatabaseServerError } from "./storage/private-server.js";
+import { services } from "./server/registry.js";
+import { openConfiguredDatabase } from "./server/database.js";
+import { migrate } from "./storage/db.js";
+import { NoDatabaseServerError } from "./embedded-db/private-server.js";
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -23,9 +24,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = pino({ level: config.logLevel });
-  let db: Awaited<ReturnType<typeof openDatabase>>;
+  let db: Awaited<ReturnType<typeof openConfiguredDatabase>>;
   try {
-    db = await openDatabase(config.databaseUrl, (line) => log.info(line), {
+    db = await openConfiguredDatabase(config.databaseUrl, (line) => log.info(line), {
       connectTimeoutMs: config.dbConnectTimeoutMs,
       queryTimeoutMs: config.dbQueryTimeoutMs,
     });

@@ -8,13 +8,14 @@ import { afterAll, beforeAll, inject } from "vitest";
 import { generateRootKey } from "../src/domain/auth/root-key.js";
 import type { Deps } from "../src/domain/deps.js";
 import { hashKey } from "../src/domain/keys/generate.js";
-import { newId } from "../src/domain/ids.js";
+import { newId } from "../src/core/ids.js";
 import { buildServer } from "../src/server/bootstrap.js";
 import { loadConfig, type Config } from "../src/server/config.js";
 import { buildDeps, type Runtime } from "../src/server/deps.js";
 import { startGrpcServer, type GrpcServer } from "../src/grpc/server.js";
-import { services } from "../src/services/registry.js";
-import { type Database, migrate, openDatabase } from "../src/storage/db.js";
+import { services } from "../src/server/registry.js";
+import { openConfiguredDatabase } from "../src/server/database.js";
+import { type Database, migrate } from "../src/storage/db.js";
 import { insertRootKey } from "../src/storage/root-keys.js";
 import { ensureWorkspace } from "../src/storage/workspaces.js";
 
@@ -76,7 +77,7 @@ export function useHarness(): Harness {
     u.pathname = `/${dbName}`;
     const config = { ...loadConfig({ LOG_LEVEL: "silent", DOCS_BASE_URL: DOCS }), databaseUrl: u.toString() };
     const log = () => undefined;
-    const db = await openDatabase(config.databaseUrl, log);
+    const db = await openConfiguredDatabase(config.databaseUrl, log);
     await migrate(db.pool, log);
     // Count statements for the cache tests: those a request makes, not the
     // write-behind timers' batched writes (last-used times, usage counts), which
@@ -157,7 +158,7 @@ export function useHarness(): Harness {
 
   h.otherInstance = async (env = {}) => {
     const config = { ...loadConfig({ LOG_LEVEL: "silent", DOCS_BASE_URL: DOCS, ...env }), databaseUrl: h.config.databaseUrl };
-    const db = await openDatabase(config.databaseUrl, () => undefined);
+    const db = await openConfiguredDatabase(config.databaseUrl, () => undefined);
     const runtime = buildDeps(config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
     const app = await buildServer({ config, deps: runtime.deps, services: services(runtime.deps) });
     await app.ready();

@@ -2,9 +2,12 @@
 // records at once, and is recorded in `cache_invalidations`; every instance (and
 // the server, for changes the CLI makes) polls that table and evicts too. The
 // poll interval bounds how long another instance may serve a stale record.
-import type { Pool } from "mysql2/promise";
-import type { InvalidationKind, Logger } from "../domain/deps.js";
-import { exec, rows } from "../storage/sql.js";
+import type { Logger } from "../core/logger.js";
+import { deleteInvalidationsBefore, insertInvalidation, lastInvalidationPk, listInvalidations } from "../storage/invalidations.js";
+import type { Pool } from "../storage/sql.js";
+
+/** What cache invalidation is about: a key (by id), an API, an identity, a root key (by hash). */
+export type InvalidationKind = "key" | "api" | "identity" | "workspace" | "rootkey" | "role" | "permission" | "namespace";
 
 export type Evict = (kind: InvalidationKind, id: string) => void;
 
@@ -47,7 +50,7 @@ export class Invalidations {
   async publish(kind: InvalidationKind, id: string): Promise<void> {
     this.evict(kind, id);
     try {
-      await exec(this.pool, "INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES (?, ?, ?)", [kind, id, Date.now()]);
+      await insertInvalidation(this.pool, kind, id, Date.now());
     } catch (err) {
       this.log.error({ err, kind, id }, "could not record a cache invalidation for other instances");
       if (!this.failing) {
@@ -59,8 +62,7 @@ export class Invalidations {
 
   async start(everyMs: number): Promise<void> {
     if (this.timer) return;
-    const r = await rows<{ m: number | null }>(this.pool, "SELECT MAX(pk) AS m FROM cache_invalidations");
-    this.lastPk = Number(r[0]?.m ?? 0);
+    this.lastPk = await lastInvalidationPk(this.pool);
     this.timer = setInterval(() => void this.poll(), everyMs);
     this.timer.unref();
   }
@@ -78,16 +80,12 @@ export class Invalidations {
       // commit, so a smaller pk can appear after a larger one: rows of the last
       // few seconds are read again, and a row is applied once.
       const now = Date.now();
-      const rs = await rows(
-        this.pool,
-        "SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? OR created_at_m >= ? ORDER BY pk LIMIT 5000",
-        [this.lastPk, now - RECENT_MS],
-      );
+      const rs = await listInvalidations(this.pool, this.lastPk, now - RECENT_MS, 5_000);
       for (const r of rs) {
-        const pk = Number(r.pk);
+        const pk = r.pk;
         if (this.applied.has(pk)) continue;
         this.applied.set(pk, now);
-        this.evict(String(r.kind) as InvalidationKind, String(r.cache_key));
+        this.evict(r.kind as InvalidationKind, r.cacheKey);
         if (pk > this.lastPk) this.lastPk = pk;
       }
       for (const [pk, at] of this.applied) if (at < now - 2 * RECENT_MS) this.applied.delete(pk);
@@ -99,7 +97,7 @@ export class Invalidations {
       }
       if (now - this.lastCleanup > 60_000) {
         this.lastCleanup = now;
-        await exec(this.pool, "DELETE FROM cache_invalidations WHERE created_at_m < ?", [now - 3_600_000]);
+        await deleteInvalidationsBefore(this.pool, now - 3_600_000);
       }
     } catch (err) {
       if (!this.failing && Date.now() - this.lastOk > this.staleAfterMs) {

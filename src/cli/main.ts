@@ -6,14 +6,15 @@
 import { parseArgs } from "node:util";
 import { hashKey } from "../domain/keys/generate.js";
 import { generateRootKey } from "../domain/auth/root-key.js";
-import { newId } from "../domain/ids.js";
+import { newId } from "../core/ids.js";
 import { type Config, ConfigError, loadConfig } from "../server/config.js";
 import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
-import { migrate, openDatabase, type Database } from "../storage/db.js";
-import { NoDatabaseServerError } from "../storage/private-server.js";
+import { openConfiguredDatabase } from "../server/database.js";
+import { migrate, type Database } from "../storage/db.js";
+import { NoDatabaseServerError } from "../embedded-db/private-server.js";
 import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
 import { insertRootKey, listRootKeys, revokeRootKey } from "../storage/root-keys.js";
-import { exec } from "../storage/sql.js";
+import { insertInvalidation } from "../storage/invalidations.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
@@ -64,7 +65,7 @@ const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n
 
 async function withDatabase<T>(fn: (db: Database, config: Config) => Promise<T>, needsEncryptionKey = false): Promise<T> {
   const config = loadConfig(process.env, { needsEncryptionKey });
-  const db = await openDatabase(config.databaseUrl, log);
+  const db = await openConfiguredDatabase(config.databaseUrl, log);
   try {
     await migrate(db.pool, log);
     return await fn(db, config);
@@ -133,7 +134,7 @@ async function run(argv: string[]): Promise<void> {
     const hash = await withDatabase(async (db) => {
       const h = await revokeRootKey(db.pool, keyId, Date.now());
       // Running servers evict it from their caches on their next poll.
-      if (h) await exec(db.pool, "INSERT INTO cache_invalidations (kind, cache_key, created_at_m) VALUES ('rootkey', ?, ?)", [h, Date.now()]);
+      if (h) await insertInvalidation(db.pool, "rootkey", h, Date.now());
       return h;
     });
     if (!hash) {

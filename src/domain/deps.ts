@@ -1,24 +1,16 @@
-import type { Pool } from "mysql2/promise";
+import type { InvalidationKind } from "../cache/invalidation.js";
 import type { RecordCache } from "../cache/verification-cache.js";
+import type { Logger } from "../core/logger.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
+import type { Pool } from "../storage/sql.js";
 import type { Clock } from "./clock.js";
 import type { CreditSpender } from "./keys/credits.js";
-import type { KeyRecord } from "./keys/record.js";
-import type { Limiter } from "./ratelimit/limiter.js";
+import type { KeyRecord } from "../core/records.js";
+import type { Limiter } from "../storage/memory-limiter.js";
 import type { UsageRecorder } from "./keys/usage.js";
 import type { VerificationCounts } from "./keys/verification-counts.js";
-import type { Vault } from "./keys/vault.js";
-
-export interface Logger {
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  debug(obj: unknown, msg?: string): void;
-}
-
-/** What cache invalidation is about: a key (by id), an API, an identity, a root key (by hash). */
-export type InvalidationKind = "key" | "api" | "identity" | "workspace" | "rootkey" | "role" | "permission" | "namespace";
+import type { Vault } from "../storage/vault.js";
 
 /** Everything the operations need, built once at start (src/server/deps.ts). */
 export interface Deps {

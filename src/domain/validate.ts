@@ -1,7 +1,7 @@
 // Collects field problems and throws one 400 naming every offending field.
 // Locations use the JSON names (`body.apiId`), which are also the generated
 // message property names, so JSON, Connect and gRPC callers read the same text.
-import { type FieldError, invalidInput } from "./errors.js";
+import { type FieldError, invalidInput } from "../core/errors.js";
 
 interface StringRule {
   min?: number;

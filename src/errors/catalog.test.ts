@@ -5,7 +5,7 @@ import { STATUS_CODES } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
-import { AppError, type ErrorCode } from "../domain/errors.js";
+import { AppError, type ErrorCode } from "../core/errors.js";
 import { catalog, docsUrl, errorBody, toConnectError } from "./catalog.js";
 
 const BASE = "https://docs.example.test/keyhold";

@@ -4,7 +4,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
-import type { AppError, ErrorCode, FieldError } from "../domain/errors.js";
+import type { AppError, ErrorCode, FieldError } from "../core/errors.js";
 
 export interface Spec {
   status: number;

@@ -10,9 +10,9 @@
 import type { Deps } from "../domain/deps.js";
 import { hashKey } from "../domain/keys/generate.js";
 import { hasRootKeyShape } from "../domain/auth/root-key.js";
-import { AppError, type FieldError } from "../domain/errors.js";
+import { AppError, type FieldError } from "../core/errors.js";
 import { outageOf } from "../domain/outage.js";
-import { placeholders, rows } from "../storage/sql.js";
+import { findWorkspaceKeyHashes } from "../storage/keys.js";
 
 /** Runs of key characters (prefix, `_`, base58) long enough to be a key (16 random bytes or more). */
 const TOKEN = /[A-Za-z0-9_-]{16,}/g;
@@ -36,11 +36,11 @@ export async function redactKeys(deps: Pick<Deps, "pool">, err: AppError, worksp
       workspaceId === undefined || outage.down
         ? undefined
         : await outage
-            .read(undefined, () => rows(deps.pool, `SELECT hash FROM \`keys\` WHERE workspace_id = ? AND hash IN (${placeholders(hashes.length)})`, [workspaceId, ...hashes]))
+            .read(undefined, () => findWorkspaceKeyHashes(deps.pool, workspaceId, hashes))
             .catch(() => undefined);
     // No caller, or unable to check: cut every long token rather than risk quoting a key.
     if (found === undefined) for (const t of byHash.values()) keys.add(t);
-    else for (const r of found) keys.add(byHash.get(String(r.hash)) as string);
+    else for (const h of found) keys.add(byHash.get(h) as string);
   }
   if (keys.size === 0) return err;
   const clean = (s: string): string => s.replace(TOKEN, (t) => (keys.has(t) ? cut(t) : t));

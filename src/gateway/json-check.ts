@@ -8,7 +8,7 @@
 // (`keyhold.v2.Nullable*`) and the `set_<field>` presence flags set.
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import type { FieldError } from "../domain/errors.js";
+import type { FieldError } from "../core/errors.js";
 import { limits } from "../domain/limits.js";
 import { joinPath as join, locationOf, unknownFieldError } from "../transport/decode.js";
 

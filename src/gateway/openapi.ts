@@ -4,12 +4,12 @@
 // take null and the numbers that must be sent, and json-response.ts for the
 // fields every answer carries. Length, range and item limits come from the
 // domain's rule constants; only rules the domain code enforces are listed here.
-import { isReadOnly, KEY_FORMAT } from "../domain/idempotency.js";
+import { isReadOnly, KEY_FORMAT } from "../services/idempotency.js";
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { stringify } from "yaml";
-import type { ErrorCode } from "../domain/errors.js";
+import type { ErrorCode } from "../core/errors.js";
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_EXPIRES, MAX_SAFE, SLUG_PATTERN, limits } from "../domain/limits.js";
 import { LIMIT_DURATION } from "../domain/ratelimit/limit.js";
 import { IDENTIFIER_RULE, NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";

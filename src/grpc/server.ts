@@ -14,16 +14,16 @@ import type { Deps } from "../domain/deps.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { authenticate } from "../domain/auth/authenticate.js";
-import { AppError, invalidInput } from "../domain/errors.js";
-import { newId } from "../domain/ids.js";
+import { AppError, invalidInput } from "../core/errors.js";
+import { newId } from "../core/ids.js";
 import { catalog, toConnectError } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
-import { metricsOf } from "../server/metrics.js";
+import { metricsOf } from "../transport/metrics.js";
 import { singleMetadataAuthorization } from "../transport/credentials.js";
 import { decodeBinary } from "../transport/decode.js";
 import { type Caller, invokeRpc, rpcError } from "../transport/invoke.js";
 import { recordRequest } from "../transport/request-log.js";
-import { readiness } from "../server/readiness.js";
+import { readiness } from "../transport/readiness.js";
 import type { ServiceEntry } from "../services/types.js";
 
 /** google.rpc.Status{code, message, details: [Any(keyhold.v2.ErrorDetail)]}, encoded by hand (3 fields). */

@@ -33,7 +33,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../domain/errors.js";
+import { AppError, invalidInput } from "../core/errors.js";
 import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
 import type { Call } from "../services/types.js";
@@ -43,7 +43,7 @@ import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
 import { type Door, recordRequest } from "../transport/request-log.js";
 import type { Config } from "./config.js";
-import { metricsOf } from "./metrics.js";
+import { metricsOf } from "../transport/metrics.js";
 
 /** A service on this door: how its callers authenticate, and its operations. */
 export interface ConnectService {

@@ -7,8 +7,8 @@ import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/da
 import { generateRootKey } from "../domain/auth/root-key.js";
 import { NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
-import { newId } from "../domain/ids.js";
+import { AppError } from "../core/errors.js";
+import { newId } from "../core/ids.js";
 import { hashKey } from "../domain/keys/generate.js";
 import { Validator } from "../domain/validate.js";
 import type { Operations } from "../services/types.js";
@@ -25,7 +25,8 @@ import {
 } from "../storage/dashboard.js";
 import { operatorWorkspace, operatorWorkspaces } from "../storage/operators.js";
 import { insertRootKey, revokeRootKey } from "../storage/root-keys.js";
-import { queryUsage, type UsageGranularity } from "../storage/usage.js";
+import { queryUsage } from "../domain/keys/usage-query.js";
+import type { UsageGranularity } from "../storage/usage.js";
 import type { Config } from "./config.js";
 import type { ConnectService } from "./connect.js";
 import { callSession, OPERATOR_GRANTS, operatorActor, operatorOf } from "./dashboard.js";

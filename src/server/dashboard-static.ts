@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { AppError } from "../domain/errors.js";
+import { AppError } from "../core/errors.js";
 
 const POLICY = [
   "default-src 'none'",

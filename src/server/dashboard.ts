@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../domain/errors.js";
+import { AppError, invalidInput } from "../core/errors.js";
 import { SignInAttempts } from "../domain/operators/attempts.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { dummyHash, MAX_PASSWORD_LENGTH, verifyPassword } from "../domain/operators/password.js";

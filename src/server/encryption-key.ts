@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import type { Logger } from "../domain/deps.js";
+import type { Logger } from "../core/logger.js";
 import { stateDir } from "../paths.js";
 import { Keyring } from "../storage/vault.js";
 import type { Config } from "./config.js";

@@ -12,7 +12,7 @@ import type {
 import type { PermissionRow, RoleRow } from "../storage/rbac.js";
 import type { KeyView } from "../domain/keys/keys.js";
 import { big } from "./convert.js";
-import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
+import type { IdentityRecord, RatelimitConfig } from "../core/records.js";
 
 type Init<T extends Parameters<typeof import("@bufbuild/protobuf").create>[0]> = MessageInitShape<T>;
 

@@ -1,6 +1,6 @@
 // Queries only the dashboard needs: workspaces an operator creates, a
 // workspace's APIs, and its root keys with their labels.
-import { newId } from "../domain/ids.js";
+import { newId } from "../core/ids.js";
 import { linkWorkspace, type OperatorWorkspace } from "./operators.js";
 import { exec, isDuplicateKey, one, optNum, rows, type Queryable } from "./sql.js";
 import type { Pool } from "mysql2/promise";

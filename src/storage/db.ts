@@ -2,8 +2,25 @@ import fs from "node:fs";
 import type { Socket } from "node:net";
 import path from "node:path";
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from "mysql2/promise";
-import { migrationsDir, projectDir } from "../paths.js";
-import { startPrivateServer, type PrivateServer } from "./private-server.js";
+import { migrationsDir } from "../paths.js";
+
+export type { Pool };
+
+/** The mysql2 pool's own lists (not part of its typed API; read defensively). */
+interface PoolInternals {
+  pool?: { _allConnections?: { length: number }; _freeConnections?: { length: number }; _connectionQueue?: { length: number } };
+}
+
+/** The pool's connections: all open ones, the idle ones, and the requests waiting for one. */
+export function poolFigures(pool: Pool): { open: number; idle: number; queued: number } {
+  const lists = (pool as unknown as PoolInternals).pool;
+  return { open: lists?._allConnections?.length ?? 0, idle: lists?._freeConnections?.length ?? 0, queued: lists?._connectionQueue?.length ?? 0 };
+}
+
+/** Answers once the database runs a trivial statement. */
+export async function ping(pool: Pool): Promise<void> {
+  await pool.query("SELECT 1");
+}
 
 export interface Database {
   pool: Pool;
@@ -22,7 +39,7 @@ export interface DatabaseTimeouts {
 }
 
 /** The defaults of DB_CONNECT_TIMEOUT_MS and DB_QUERY_TIMEOUT_MS, for callers without a Config. */
-const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectTimeoutMs: 5_000, queryTimeoutMs: 15_000 };
+export const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectTimeoutMs: 5_000, queryTimeoutMs: 15_000 };
 
 const DEFAULT_DB = "keyhold";
 
@@ -52,16 +69,19 @@ function quoteIdent(name: string): string {
 }
 
 /**
- * Connects to DATABASE_URL, or when it is unset to a private server run from the
- * binaries on this machine. Creates the database when missing.
+ * Where the database is: a DATABASE_URL, or the unix socket of a server this
+ * process runs (server/database.ts starts it), stopped when the database is closed.
  */
-export async function openDatabase(databaseUrl: string | undefined, log: Log, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): Promise<Database> {
-  let server: PrivateServer | undefined;
+export type DatabaseTarget = string | { socketPath: string; description: string; stop(): Promise<void> };
+
+/** Connects to the target. Creates the database when missing. */
+export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): Promise<Database> {
+  let server: { stop(): Promise<void> } | undefined;
   let base: PoolOptions;
   let database: string;
   let description: string;
-  if (databaseUrl !== undefined) {
-    const u = new URL(databaseUrl);
+  if (typeof target === "string") {
+    const u = new URL(target);
     database = decodeURIComponent(u.pathname.replace(/^\//, "")) || DEFAULT_DB;
     base = {
       host: u.hostname || "127.0.0.1",
@@ -73,10 +93,10 @@ export async function openDatabase(databaseUrl: string | undefined, log: Log, ti
     if (socket) base.socketPath = socket;
     description = `mysql://${base.user}@${socket ?? `${base.host}:${base.port}`}/${database}`;
   } else {
-    server = await startPrivateServer({ projectDir, log });
+    server = target;
     database = DEFAULT_DB;
-    base = { socketPath: server.socketPath, user: "root" };
-    description = `private server (${path.relative(projectDir, server.socketPath) || server.socketPath})/${database}`;
+    base = { socketPath: target.socketPath, user: "root" };
+    description = `${target.description}/${database}`;
   }
   try {
     const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: timeouts.connectTimeoutMs });

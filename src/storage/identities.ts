@@ -1,7 +1,7 @@
 // Identities and their rate-limit configs. `deleted` is 0 for a live identity and
 // the deletion time otherwise: the unique index (workspace_id, external_id,
 // deleted) keeps an externalId unique among live identities and frees it on delete.
-import type { IdentityRecord, RatelimitConfig } from "../domain/keys/record.js";
+import type { IdentityRecord, RatelimitConfig } from "../core/records.js";
 import { toLimit } from "./keys.js";
 import { exec, groupBy, isDuplicateKey, num, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 

@@ -2,8 +2,8 @@
 // imports were computed, and the bulk writes of keys.migrateKeys. An import
 // batch is up to 1,000 keys, so every write here is a multi-row statement: a
 // batch costs a few round trips, not a few per key.
-import { newId } from "../domain/ids.js";
-import type { RatelimitConfig } from "../domain/keys/record.js";
+import { newId } from "../core/ids.js";
+import type { RatelimitConfig } from "../core/records.js";
 import { exec, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
 
 /** How the imported hashes of a migration were computed (CONTRACT §3.2.13). */

@@ -1,5 +1,5 @@
-import type { RatelimitConfig } from "../domain/keys/record.js";
-import { newId } from "../domain/ids.js";
+import type { RatelimitConfig } from "../core/records.js";
+import { newId } from "../core/ids.js";
 import { exec, placeholders, type Queryable, rows } from "./sql.js";
 
 /** Sets the given columns of a key (names are fixed by the caller, never from input). */

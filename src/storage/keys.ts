@@ -1,4 +1,4 @@
-import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../domain/keys/record.js";
+import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../core/records.js";
 import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
@@ -339,4 +339,22 @@ export async function spendEach(
   } finally {
     conn.release();
   }
+}
+
+/** Takes the key row's lock for the rest of the transaction, so concurrent changes of one key apply one after the other. */
+export async function lockKeyRow(conn: Queryable, keyId: string): Promise<void> {
+  await one(conn, "SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [keyId]);
+}
+
+/** The key's raw identity link (kept even when the identity itself was deleted). */
+export async function findIdentityIdOfKey(db: Queryable, keyId: string): Promise<string | undefined> {
+  const r = await one(db, "SELECT identity_id FROM `keys` WHERE id = ?", [keyId]);
+  return r?.identity_id === null || r?.identity_id === undefined ? undefined : String(r.identity_id);
+}
+
+/** Which of these hashes belong to keys of the workspace (deleted ones included). */
+export async function findWorkspaceKeyHashes(db: Queryable, workspaceId: string, hashes: readonly string[]): Promise<Set<string>> {
+  if (hashes.length === 0) return new Set();
+  const rs = await rows(db, `SELECT hash FROM \`keys\` WHERE workspace_id = ? AND hash IN (${placeholders(hashes.length)})`, [workspaceId, ...hashes]);
+  return new Set(rs.map((r) => String(r.hash)));
 }

@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { MemoryLimiter, type LimitCheck, type Limiter } from "../domain/ratelimit/limiter.js";
-import type { Logger } from "../domain/deps.js";
+import { MemoryLimiter, type LimitCheck, type Limiter } from "./memory-limiter.js";
+import type { Logger } from "../core/logger.js";
 import { RedisLimiter, type RedisLimiterOptions } from "./redis-limiter.js";
 
 const URL = inject("redisUrl");

@@ -16,8 +16,8 @@
 // itself and shared counting resumes with no restart.
 
 import { Redis } from "ioredis";
-import type { Logger } from "../domain/deps.js";
-import { MemoryLimiter, type LimitCheck, type Limiter, type LimitResult } from "../domain/ratelimit/limiter.js";
+import type { Logger } from "../core/logger.js";
+import { MemoryLimiter, type LimitCheck, type Limiter, type LimitResult } from "./memory-limiter.js";
 
 export type WhenRedisDown = "local" | "open" | "closed";
 

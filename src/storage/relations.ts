@@ -1,5 +1,5 @@
 // Identity links, permission slugs and role names attached to keys.
-import { newId } from "../domain/ids.js";
+import { newId } from "../core/ids.js";
 import { exec, isDuplicateKey, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
 
 /** The live identity with this externalId, created (no meta, no limits) when missing. */

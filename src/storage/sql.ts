@@ -1,5 +1,7 @@
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 
+/** mysql2's types, named here so that the layers above need no mysql2 import. */
+export type { Pool, PoolConnection };
 export type Queryable = Pool | PoolConnection;
 export type Row = RowDataPacket & Record<string, unknown>;
 type Param = string | number | bigint | boolean | null | Buffer;

@@ -1,9 +1,20 @@
 // Verification counts per (workspace, API, key, minute, outcome), written behind
 // by VerificationCounts (src/domain/keys/verification-counts.ts) and read for the usage charts.
 // See migrations/0005_verification_usage.sql.
-import type { UsageCount } from "../domain/keys/verification-counts.js";
-import { Validator } from "../domain/validate.js";
 import { exec, retryingDeadlocks, rows, type Queryable } from "./sql.js";
+
+/** One row of verification counts: a minute of one outcome of one key (or of an API's or workspace's total). */
+export interface UsageCount {
+  workspaceId: string;
+  /** "" for NOT_FOUND, which has no API. */
+  apiId: string;
+  /** "" on an API's total and on NOT_FOUND. */
+  keyId: string;
+  /** Start of the minute, unix ms. */
+  bucketStart: number;
+  outcome: string;
+  count: number;
+}
 
 export type UsageGranularity = "minute" | "hour" | "day";
 
@@ -14,7 +25,7 @@ export interface UsagePoint {
   count: number;
 }
 
-const GRANULARITY_MS: Record<UsageGranularity, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+export const GRANULARITY_MS: Record<UsageGranularity, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
 /** Most buckets one query may span: a day of minutes, two months of hours, four years of days. */
 export const MAX_USAGE_BUCKETS = 1_440;
@@ -55,12 +66,13 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  * (neither; NOT_FOUND included). Always within the workspace. `from` and `to`
  * (unix ms, `to` exclusive) are widened to whole buckets; buckets without
  * verifications are left out. Points are sorted by time, then outcome.
+ * The range is checked by the caller (domain/keys/usage-query.ts).
  */
-export async function queryUsage(
+export async function readUsage(
   db: Queryable,
-  q: { workspaceId: string; apiId?: string; keyId?: string; from: number; to: number; granularity: UsageGranularity },
+  q: { workspaceId: string; apiId?: string | undefined; keyId?: string | undefined; from: number; to: number; granularity: UsageGranularity },
 ): Promise<UsagePoint[]> {
-  const gran = validateRange(q);
+  const gran = GRANULARITY_MS[q.granularity];
   const from = Math.floor(q.from / gran) * gran;
   const to = Math.ceil(q.to / gran) * gran;
   const where = ["workspace_id = ?"];
@@ -81,31 +93,6 @@ export async function queryUsage(
     params,
   );
   return found.map((r) => ({ time: Number(r.t), outcome: String(r.outcome), count: Number(r.n) }));
-}
-
-/** The granularity in ms, once the query's range is one this may answer. */
-function validateRange(q: { from: number; to: number; granularity: UsageGranularity }): number {
-  const v = new Validator();
-  const gran = GRANULARITY_MS[q.granularity] as number | undefined;
-  if (gran === undefined) v.add("granularity", `granularity must be one of ${Object.keys(GRANULARITY_MS).join(", ")}.`);
-  const time = (field: "from" | "to", value: number) => {
-    if (!Number.isSafeInteger(value) || value < 0) v.add(field, `${field} must be a time in unix milliseconds (got ${value}).`);
-  };
-  time("from", q.from);
-  time("to", q.to);
-  if (v.errors.length === 0 && q.to <= q.from) v.add("to", `to must be after from (got from ${q.from}, to ${q.to}).`);
-  if (v.errors.length === 0 && gran !== undefined) {
-    const buckets = Math.ceil(q.to / gran) - Math.floor(q.from / gran);
-    if (buckets > MAX_USAGE_BUCKETS) {
-      v.add(
-        "to",
-        `from and to span ${buckets} ${q.granularity}s; at most ${MAX_USAGE_BUCKETS} may be asked for at once.`,
-        "Ask for a shorter range, or a coarser granularity (hour or day).",
-      );
-    }
-  }
-  v.done();
-  return gran as number;
 }
 
 /**

@@ -9,11 +9,32 @@
 // which the retired ones can be dropped. The data keys themselves never change,
 // so ciphertexts are never re-encrypted.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import type { Pool } from "mysql2/promise";
-import type { Logger } from "../domain/deps.js";
-import { newId } from "../domain/ids.js";
-import { type Vault, VaultUnavailableError } from "../domain/keys/vault.js";
+import type { Pool } from "./sql.js";
+import type { Logger } from "../core/logger.js";
+import { newId } from "../core/ids.js";
+import { AppError } from "../core/errors.js";
 import { exec, isDuplicateKey, one, rows } from "./sql.js";
+
+/** Encrypts recoverable keys at rest (implemented by PerWorkspaceVault below). */
+export interface Vault {
+  encrypt(workspaceId: string, plaintext: string): Promise<{ encrypted: string; encryptionKeyId: string }>;
+  decrypt(workspaceId: string, encrypted: string, encryptionKeyId: string): Promise<string>;
+}
+
+/**
+ * No configured key-encryption key opens the workspace's data key: the server is
+ * misconfigured (a retired key was dropped too early, or a key is missing), not the
+ * request. Answered as a 503 so neither a wrong plaintext-less answer nor a new data
+ * key (which would orphan the old ciphertexts) hides it.
+ */
+export class VaultUnavailableError extends AppError {
+  constructor() {
+    super(
+      "err:svc:application:service_unavailable",
+      "Recoverable keys cannot be encrypted or decrypted right now: this server is not configured with the key-encryption key that protects this workspace's keys.",
+    );
+  }
+}
 
 function seal(key: Buffer, plaintext: Buffer, aad: string): string {
   const nonce = randomBytes(12);

@@ -1,4 +1,4 @@
-import { newId } from "../domain/ids.js";
+import { newId } from "../core/ids.js";
 import { exec, isDuplicateKey, one, type Queryable } from "./sql.js";
 
 export interface WorkspaceRow {

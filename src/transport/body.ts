@@ -8,7 +8,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
-import { AppError } from "../domain/errors.js";
+import { AppError } from "../core/errors.js";
 
 /** The Content-Encodings the HTTP doors accept (and Connect advertises for its answers). */
 export const REQUEST_ENCODINGS = ["gzip", "br"] as const;

@@ -3,7 +3,7 @@
 // gRPC metadata is a list: either way a request that carries two credentials is
 // ambiguous (a proxy added one, or a client is probing which one wins), so it is
 // refused rather than served as whichever came first.
-import { AppError } from "../domain/errors.js";
+import { AppError } from "../core/errors.js";
 
 const doubled = (count: number) =>
   new AppError("err:svc:authentication:malformed", `Send the root key in one Authorization header; this request has ${count}.`);

@@ -8,7 +8,7 @@ import { isUtf8 } from "node:buffer";
 import { type DescField, type DescMessage, fromBinary, fromJson, type MessageShape } from "@bufbuild/protobuf";
 import type { UnknownField } from "@bufbuild/protobuf";
 import sjson from "secure-json-parse";
-import { AppError, type FieldError, invalidInput } from "../domain/errors.js";
+import { AppError, type FieldError, invalidInput } from "../core/errors.js";
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 

@@ -5,7 +5,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../domain/errors.js";
+import { AppError } from "../core/errors.js";
 import { toConnectError } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
 import { databaseUnavailableLog } from "./log-throttle.js";

@@ -14,7 +14,7 @@ import path from "node:path";
 import type { Browser, ConsoleMessage, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../../src/server/bootstrap.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 import { ensureBuilt, ROOT, type ServerProcess, startServer } from "../server-process.js";

@@ -199,7 +199,7 @@ describe("database outage under load", () => {
 
   it("the pool: a silent statement fails in bounded time, and no pooled connection is left leading to the silent network", async () => {
     const { proxy: own, url } = await proxied();
-    const db = await openDatabase(url, () => undefined, { connectTimeoutMs: 1_000, queryTimeoutMs: 500 });
+    const db = await openDatabase(url, { connectTimeoutMs: 1_000, queryTimeoutMs: 500 });
     try {
       // Ten pooled connections, idle when the network goes silent.
       await Promise.all(Array.from({ length: 10 }, () => db.pool.query("SELECT SLEEP(0.05)")));

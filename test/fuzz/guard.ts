@@ -5,7 +5,7 @@ import fc from "fast-check";
 import mysql from "mysql2/promise";
 import { groupOf } from "../../src/gateway/plugin.js";
 import type { Deps } from "../../src/domain/deps.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import type { DescMessage } from "@bufbuild/protobuf";
 import type { Harness } from "../harness.js";
 

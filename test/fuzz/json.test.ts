@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness, Res } from "../harness.js";
 import { useHarness } from "../harness.js";
 import { routeTable } from "../../src/gateway/plugin.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { clip, serialize } from "./body.js";
 import { DataGuard, fuzz, OPERATION_TIMEOUT_MS, type Operation, operations, settings, summary, type Tally, within } from "./guard.js";
 import { ALIASED, ARRAY_BODIES, buildBody, describeCase, type JsonCase, jsonCaseArb } from "./json-arbitrary.js";

@@ -5,7 +5,7 @@
 // and `repair()` has re-created what was deleted.
 import { expect } from "vitest";
 import type { Harness, Res } from "../harness.js";
-import { newId } from "../../src/domain/ids.js";
+import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 
 export interface World {

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { MISS } from "../../src/cache/verification-cache.js";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { evaluateQuery, parseQuery } from "../../src/domain/keys/permission-query.js";
-import type { KeyRecord } from "../../src/domain/keys/record.js";
+import type { KeyRecord } from "../../src/core/records.js";
 import { admin, awayFromWindowEdge, createApi, createKey, expectOk, getKey, type Json, seedRole, uid, verifyKey } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 

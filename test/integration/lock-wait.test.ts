@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { buildServer } from "../../src/server/bootstrap.js";
 import { buildDeps } from "../../src/server/deps.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { openDatabase } from "../../src/storage/db.js";
 import { expectError } from "../contract/shared/helpers.js";
 import { api, key } from "../fixtures.js";
@@ -20,7 +20,7 @@ describe("a row lock held by another transaction", () => {
     const k = await key(h, rk, apiId, { name: "locked" });
 
     // An instance whose statements may wait 2 s: lock waits end after 1 s.
-    const db = await openDatabase(h.config.databaseUrl, () => undefined, { connectTimeoutMs: 2_000, queryTimeoutMs: 2_000 });
+    const db = await openDatabase(h.config.databaseUrl ?? "", { connectTimeoutMs: 2_000, queryTimeoutMs: 2_000 });
     const runtime = buildDeps(h.config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
     const app = await buildServer({ config: h.config, deps: runtime.deps, services: services(runtime.deps) });
     const post = async (path: string, body: unknown) => {

@@ -8,7 +8,7 @@ import { protoComments } from "../../gen/keyhold/proto_comments.js";
 import { catalog } from "../../src/errors/catalog.js";
 import { operationErrors } from "../../src/gateway/openapi.js";
 import { routeTable } from "../../src/gateway/plugin.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { useHarness } from "../harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked by assertions

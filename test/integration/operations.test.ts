@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { buildServer } from "../../src/server/bootstrap.js";
 import { buildDeps } from "../../src/server/deps.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { openDatabase } from "../../src/storage/db.js";
 import { TcpProxy } from "../faults/tcp-proxy.js";
 import { api, key, verify } from "../fixtures.js";
@@ -93,7 +93,7 @@ describe("operations endpoints", () => {
     expect(JSON.parse(ok.body)).toEqual({ status: "ready", checks: { database: "ok" } });
 
     const { proxy, url } = await TcpProxy.inFrontOf(h.config.databaseUrl ?? "");
-    const db = await openDatabase(url, () => undefined, { connectTimeoutMs: 1_000, queryTimeoutMs: 1_000 });
+    const db = await openDatabase(url, { connectTimeoutMs: 1_000, queryTimeoutMs: 1_000 });
     const runtime = buildDeps({ ...h.config, databaseUrl: url }, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
     const app = await buildServer({ config: h.config, deps: runtime.deps, services: services(runtime.deps) });
     try {

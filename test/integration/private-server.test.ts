@@ -1,11 +1,11 @@
-// Integration test for the private MySQL-compatible server (src/storage/private-server.ts).
+// Integration test for the private MySQL-compatible server (src/embedded-db/private-server.ts).
 // Needs MariaDB or MySQL binaries on the machine (Debian: apt-get install mariadb-server);
 // skipped otherwise. Uses throw-away project folders under os.tmpdir() and never touches a
 // system server (the private one runs with --no-defaults, its own socket, --skip-networking).
 //
 //   npx vitest run test/integration/private-server.test.ts
 //
-// To try the module by hand without vitest: npm run build && node dist/src/storage/private-server.js [projectDir] [--hold]
+// To try the module by hand without vitest: npm run build && node dist/src/embedded-db/private-server.js [projectDir] [--hold]
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import mysql from "mysql2/promise";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, describe, expect, it } from "vitest";
-import { NoDatabaseServerError, startPrivateServer, type PrivateServer } from "../../src/storage/private-server.js";
+import { NoDatabaseServerError, startPrivateServer, type PrivateServer } from "../../src/embedded-db/private-server.js";
 
 const TIMEOUT = 120_000;
 

@@ -4,7 +4,7 @@
 // runs as the real CLI process. Also: production refuses to start without a key,
 // and the development fallback says so at warn.
 import { beforeAll, describe, expect, it } from "vitest";
-import { VaultUnavailableError } from "../../src/domain/keys/vault.js";
+import { VaultUnavailableError } from "../../src/storage/vault.js";
 import { isEncryptionKey } from "../../src/server/config.js";
 import { generateEncryptionKey } from "../../src/server/encryption-key.js";
 import { DatabaseVault, Keyring, kekId, rewrapDataKeys } from "../../src/storage/vault.js";

@@ -2,9 +2,10 @@
 // API and workspace by minute and outcome, written behind (never by the verify
 // path itself), kept through a failed write, and read back per workspace only.
 import { beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "../../src/domain/errors.js";
+import { AppError } from "../../src/core/errors.js";
 import { ensureWorkspace } from "../../src/storage/workspaces.js";
-import { queryUsage, sweepVerificationUsage, type UsagePoint } from "../../src/storage/usage.js";
+import { queryUsage } from "../../src/domain/keys/usage-query.js";
+import { sweepVerificationUsage, type UsagePoint } from "../../src/storage/usage.js";
 import { api, key, verify, withClock } from "../fixtures.js";
 import { useHarness } from "../harness.js";
 

@@ -7,7 +7,7 @@ import { NotFoundErrorResponse } from "@unkey/api/models/errors";
 import { describe, expect, it } from "vitest";
 import { routeTable } from "../../src/gateway/plugin.js";
 import { projectDir } from "../../src/paths.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import { expectSdkError, expectUntypedError, useSdk } from "./support.js";
 
 /** Every operation path of the installed SDK, e.g. "keys.verifyKey". */

@@ -10,7 +10,7 @@ import bs58 from "bs58";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectOk, show, uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
-import { newId } from "../../src/domain/ids.js";
+import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 import type { RowDataPacket } from "mysql2/promise";
 import { allOperations, catalogue, fingerprint, idColumn, workspaceIdOf } from "./support.js";

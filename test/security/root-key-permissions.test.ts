@@ -16,7 +16,7 @@ import {
   type OperationPermissions,
 } from "../../src/domain/auth/operation-permissions.js";
 import { expectError, expectOk, show, uid } from "../contract/shared/helpers.js";
-import { newId } from "../../src/domain/ids.js";
+import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
 import { bearer, call, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";

@@ -11,7 +11,7 @@ import {
   type ResourceType,
 } from "../../src/domain/auth/operation-permissions.js";
 import { groupOf } from "../../src/gateway/plugin.js";
-import { services } from "../../src/services/registry.js";
+import { services } from "../../src/server/registry.js";
 import type { Harness } from "../harness.js";
 
 /** `<group>.<operation>` of every RPC the registry serves (the JSON paths after /v2/). */

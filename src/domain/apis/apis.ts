@@ -1,6 +1,6 @@
 import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { ID_PATTERN, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import type { Deps } from "../deps.js";

@@ -4,7 +4,7 @@
 import { MISS } from "../../cache/verification-cache.js";
 import { findRootKeyByHash } from "../../storage/root-keys.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { hashKey } from "../keys/generate.js";
 import { outageOf } from "../outage.js";
 import type { Principal } from "./principal.js";

@@ -1,4 +1,4 @@
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { anyGrantCovers, grantCovers } from "./wildcard.js";
 
 /** Who is calling: a root key acting on its workspace. */

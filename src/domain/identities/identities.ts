@@ -18,11 +18,11 @@ import { insertRatelimits } from "../../storage/keys.js";
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { MAX_SAFE, limits } from "../limits.js";
 import { type RatelimitInput, validateExternalId, validateMeta, validateRatelimits } from "../keys/input.js";
-import type { RatelimitConfig } from "../keys/record.js";
+import type { RatelimitConfig } from "../../core/records.js";
 import { Validator } from "../validate.js";
 
 export type { IdentityRow };

@@ -5,7 +5,7 @@
 // row lock when the group does not fit), so it stays exact across instances, and
 // every spend is committed before its verification is answered, so a crash
 // cannot lose one.
-import type { Pool } from "mysql2/promise";
+import type { Pool } from "../../storage/sql.js";
 import { spendCredits, spendEach } from "../../storage/keys.js";
 
 export interface SpendResult {

@@ -33,12 +33,12 @@ import { ensurePermissions, linkRoles } from "../../storage/relations.js";
 import { type Queryable, transaction } from "../../storage/sql.js";
 import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { SLUG_PATTERN } from "../limits.js";
 import { Validator } from "../validate.js";
 import { validateKeyId } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
-import type { KeyDetails } from "./record.js";
+import type { KeyDetails } from "../../core/records.js";
 
 export type { PermissionRow, RoleRow };
 

@@ -1,8 +1,8 @@
 // Validation of the key fields shared by createKey, updateKey and identities.
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_SAFE, SLUG_PATTERN, limits } from "../limits.js";
 import type { Validator } from "../validate.js";
-import type { RatelimitConfig, Refill } from "./record.js";
-import { newId } from "../ids.js";
+import type { RatelimitConfig, Refill } from "../../core/records.js";
+import { newId } from "../../core/ids.js";
 
 export interface RatelimitInput {
   name: string;

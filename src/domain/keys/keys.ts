@@ -15,8 +15,8 @@ import { isDuplicateKey, retryingDeadlocks, transaction } from "../../storage/sq
 import { apiNotFound } from "../apis/apis.js";
 import { type Principal, apiPermission, holdsAny, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { ID_PATTERN, MAX_EXPIRES, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import { generateKey, hashKey } from "./generate.js";
@@ -31,9 +31,9 @@ import {
   validateRatelimits,
   validateRoles,
 } from "./input.js";
-import type { KeyDetails } from "./record.js";
+import type { KeyDetails } from "../../core/records.js";
 import { refillDue } from "./refill.js";
-import { VaultUnavailableError } from "./vault.js";
+import { VaultUnavailableError } from "../../storage/vault.js";
 
 export const keyNotFound = (): AppError => new AppError("err:svc:data:key_not_found");
 export const roleNotFound = (name: string): AppError => new AppError("err:svc:data:role_not_found", `Role '${name}' was not found.`);

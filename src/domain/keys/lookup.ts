@@ -4,7 +4,7 @@ import { MISS } from "../../cache/verification-cache.js";
 import { findLiveKeysByHashes } from "../../storage/keys.js";
 import type { Deps } from "../deps.js";
 import { outageOf } from "../outage.js";
-import type { KeyDetails, KeyRecord } from "./record.js";
+import type { KeyDetails, KeyRecord } from "../../core/records.js";
 
 export const keyTags = (k: KeyRecord): string[] => {
   const tags = [`key:${k.id}`, `api:${k.apiId}`, `ws:${k.workspaceId}`];

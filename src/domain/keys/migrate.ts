@@ -22,8 +22,8 @@ import { transaction } from "../../storage/sql.js";
 import { apiNotFound } from "../apis/apis.js";
 import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { ID_PATTERN, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import {
@@ -37,7 +37,7 @@ import {
   validateRoles,
 } from "./input.js";
 import { SEAMAPI, forgetMissedImports, rememberMigration } from "./migrated-lookup.js";
-import type { RatelimitConfig, Refill } from "./record.js";
+import type { RatelimitConfig, Refill } from "../../core/records.js";
 
 export interface MigrateKeyInput {
   hash: string;

@@ -24,7 +24,7 @@ import { isDuplicateKey } from "../../storage/sql.js";
 import { type Principal, apiPermission, holdsAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { keyRecordByHash } from "./lookup.js";
-import type { KeyRecord } from "./record.js";
+import type { KeyRecord } from "../../core/records.js";
 
 export const SEAMAPI = "github.com/seamapi/prefixed-api-key";
 

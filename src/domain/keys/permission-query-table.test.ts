@@ -3,7 +3,7 @@
 // containing `*` are anchored globs (`*` matches any run, dots included); a `*`
 // in the query is a literal character.
 import { describe, expect, it } from "vitest";
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { evaluateQuery, parseQuery, parseQueryCached } from "./permission-query.js";
 
 const holds = (query: string, grants: readonly string[]): boolean => evaluateQuery(parseQuery(query), grants);

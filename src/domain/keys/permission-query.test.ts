@@ -1,6 +1,6 @@
 // The verifyKey permission query language (contract §5.5).
 import { describe, expect, it } from "vitest";
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { evaluateQuery, parseQuery } from "./permission-query.js";
 
 const holds = (query: string, granted: string[]): boolean => evaluateQuery(parseQuery(query), granted);

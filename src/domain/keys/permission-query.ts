@@ -3,7 +3,7 @@
 //   primary := PERMISSION | "(" or ")"
 // AND/OR are case-insensitive whole words. A leaf holds when some granted
 // permission equals it or, containing `*`, matches it as an anchored glob.
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { anyGrantCovers } from "../auth/wildcard.js";
 
 export type Query = { kind: "perm"; name: string } | { kind: "and" | "or"; children: Query[] };

@@ -2,7 +2,7 @@
 // day; a monthly one on refillDay, or on the month's last day when the month is
 // shorter. The start of the current period is what a key's last refill is
 // compared with: a key last refilled before it is due now.
-import type { Refill } from "./record.js";
+import type { Refill } from "../../core/records.js";
 
 const DAY = 86_400_000;
 

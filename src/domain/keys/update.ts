@@ -1,15 +1,15 @@
 // keys.updateKey, keys.updateCredits and keys.rerollKey. Each change evicts the
 // key from the verification cache before answering, so the next verification
 // on this instance sees it (contract decision 12).
-import { findLiveKeyById, insertKeyRow } from "../../storage/keys.js";
+import { findIdentityIdOfKey, findLiveKeyById, insertKeyRow, lockKeyRow } from "../../storage/keys.js";
 import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, replaceRatelimits, updateKeyColumns } from "../../storage/key-updates.js";
 import { insertEncryptedKey } from "../../storage/key-admin.js";
 import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
-import { one, transaction } from "../../storage/sql.js";
+import { transaction } from "../../storage/sql.js";
 import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError, invalidField } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError, invalidField } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { MAX_EXPIRES, MAX_SAFE, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import { generateKey, hashKey } from "./generate.js";
@@ -25,7 +25,7 @@ import {
   validateRoles,
 } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
-import type { Refill } from "./record.js";
+import type { Refill } from "../../core/records.js";
 
 /** A field that may be left alone (undefined), cleared ({}), or set ({value}). */
 export interface Nullable<T> {
@@ -89,8 +89,7 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
   const slugCount = new Set(input.permissions).size;
 
   const apply = () => transaction(deps.pool, async (conn) => {
-    // Lock the key row so concurrent updates apply one after the other.
-    await one(conn, "SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [key.id]);
+    await lockKeyRow(conn, key.id);
     const cols: Record<string, string | number | boolean | null> = {};
     if (input.name !== undefined) cols.name = input.name.value ?? null;
     if (input.meta !== undefined) cols.meta = input.meta.value === undefined ? null : (metaText ?? null);
@@ -218,7 +217,7 @@ export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string
       prefix: old.prefix,
       byteLength: old.byteLength,
       name: old.name,
-      identityId: old.identity?.id ?? (await identityIdOf(conn, old.id)),
+      identityId: old.identity?.id ?? (await findIdentityIdOfKey(conn, old.id)),
       meta: old.meta === undefined ? undefined : JSON.stringify(old.meta),
       expires: old.expires,
       enabled: old.enabled,
@@ -236,10 +235,3 @@ export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string
   await deps.invalidate("key", old.id);
   return { keyId, key };
 }
-
-/** The raw identity link (kept even when the identity itself was deleted). */
-async function identityIdOf(conn: Parameters<typeof one>[0], keyId: string): Promise<string | undefined> {
-  const r = await one(conn, "SELECT identity_id FROM `keys` WHERE id = ?", [keyId]);
-  return r?.identity_id === null || r?.identity_id === undefined ? undefined : String(r.identity_id);
-}
-

@@ -1,7 +1,8 @@
 // The write-behind of verification counts, against a flush function that keeps
 // what it is given (the database side is in test/integration/verification-usage.test.ts).
 import { describe, expect, it } from "vitest";
-import { type UsageCount, VerificationCounts } from "./verification-counts.js";
+import type { UsageCount } from "../../storage/usage.js";
+import { VerificationCounts } from "./verification-counts.js";
 
 const T = Date.UTC(2026, 0, 1, 12, 0, 0);
 

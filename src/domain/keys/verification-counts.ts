@@ -1,18 +1,7 @@
 // Verification counts for the usage charts, kept in memory and written behind.
 // The table: src/storage/migrations/0005_verification_usage.sql.
 
-/** One row of verification counts: a minute of one outcome of one key (or of an API's or workspace's total). */
-export interface UsageCount {
-  workspaceId: string;
-  /** "" for NOT_FOUND, which has no API. */
-  apiId: string;
-  /** "" on an API's total and on NOT_FOUND. */
-  keyId: string;
-  /** Start of the minute, unix ms. */
-  bucketStart: number;
-  outcome: string;
-  count: number;
-}
+import type { UsageCount } from "../../storage/usage.js";
 
 export type CountsFlushFn = (rows: UsageCount[]) => Promise<void>;
 

@@ -3,15 +3,15 @@
 import { applyRefill, readCredits } from "../../storage/keys.js";
 import { type Principal, holdsAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { MAX_SAFE, limits } from "../limits.js";
-import type { LimitCheck } from "../ratelimit/limiter.js";
+import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
 import { keyRecordByHash } from "./lookup.js";
 import { keyRecordViaMigration } from "./migrated-lookup.js";
 import { evaluateQuery, parseQueryCached, type Query } from "./permission-query.js";
-import type { KeyRecord, RatelimitConfig } from "./record.js";
+import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
 
 export interface VerifyKeyInput {

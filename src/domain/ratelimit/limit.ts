@@ -6,7 +6,7 @@ import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
-import type { LimitCheck } from "./limiter.js";
+import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { IDENTIFIER_RULE, namespacesForLimit, validateNamespaceRef } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 

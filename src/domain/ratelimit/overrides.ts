@@ -11,8 +11,8 @@ import {
 } from "../../storage/ratelimit.js";
 import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { MAX_SAFE, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import {

@@ -16,8 +16,8 @@ import {
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../errors.js";
-import { newId } from "../ids.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import {

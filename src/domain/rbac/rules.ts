@@ -1,7 +1,7 @@
 // Field rules, grants and errors shared by the permissions group (CONTRACT §3.4,
 // §2.6, §2.7). Root keys need `rbac.*.<action>`; a grant with `*` covers it by
 // the glob rule (decision 4), so `rbac.*` and `*` do too.
-import { AppError } from "../errors.js";
+import { AppError } from "../../core/errors.js";
 import { SLUG_PATTERN, limits } from "../limits.js";
 import type { Validator } from "../validate.js";
 

@@ -3,7 +3,7 @@
 // which case nothing changes.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { newId } from "../../../src/domain/ids.js";
+import { newId } from "../../../src/core/ids.js";
 import { ensureWorkspace } from "../../../src/storage/workspaces.js";
 import { admin, createApi, createKey, expectError, expectOk, foreignAdmin, getKey, seedRole, uid } from "../shared/helpers.js";
 

@@ -3,7 +3,7 @@
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { newId } from "../../../src/domain/ids.js";
+import { newId } from "../../../src/core/ids.js";
 import { insertApi } from "../../../src/storage/apis.js";
 import { admin, createApi, createKey, expectOk, getKey, many, seedRole, uid, verifyKey } from "../shared/helpers.js";
 

@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
 import type { Harness } from "../../harness.js";
-import { newId } from "../../../src/domain/ids.js";
+import { newId } from "../../../src/core/ids.js";
 import { insertKeyMigration, type MigrationAlgorithm } from "../../../src/storage/key-migrations.js";
 
 /** A migration of this file's workspace (or of another workspace id), by its id. */

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import type { Harness, Res } from "../../harness.js";
-import { newId } from "../../../src/domain/ids.js";
+import { newId } from "../../../src/core/ids.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies are checked by assertions
 export type Json = any;

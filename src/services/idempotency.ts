@@ -17,9 +17,9 @@ import {
   releaseIdempotencyKey,
   sweepIdempotencyRecords,
 } from "../storage/idempotency.js";
-import type { Call, ServiceEntry } from "../services/types.js";
-import type { Deps } from "./deps.js";
-import { AppError, invalidInput } from "./errors.js";
+import type { Call, ServiceEntry } from "./types.js";
+import type { Deps } from "../domain/deps.js";
+import { AppError, invalidInput } from "../core/errors.js";
 
 /** Operations that change nothing: the header is accepted and has no effect. */
 export const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) || method === "whoami";

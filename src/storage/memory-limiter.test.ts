@@ -2,7 +2,7 @@
 // values so every case is exact:
 //   effective = cur + trunc(prev × (1 − elapsed)) + cost; denied when effective > limit.
 import { afterEach, describe, expect, it } from "vitest";
-import { type LimitCheck, MemoryLimiter } from "./limiter.js";
+import { type LimitCheck, MemoryLimiter } from "./memory-limiter.js";
 
 const limiters: MemoryLimiter[] = [];
 const make = (): MemoryLimiter => {

@@ -2,6 +2,7 @@
 // statement within 2 s and, with REDIS_URL, the shared counters are reachable.
 // Served at GET /readyz (200 or 503) and reflected in gRPC health.
 import type { Deps } from "../domain/deps.js";
+import { ping } from "../storage/db.js";
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -17,7 +18,7 @@ export async function readiness(deps: Pick<Deps, "pool" | "degraded">, redisConf
     timer = setTimeout(() => reject(new Error("timed out")), CHECK_TIMEOUT_MS);
   });
   try {
-    await Promise.race([deps.pool.query("SELECT 1"), timeout]);
+    await Promise.race([ping(deps.pool), timeout]);
     checks.database = "ok";
   } catch {
     checks.database = "unreachable";

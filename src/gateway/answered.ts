@@ -3,7 +3,7 @@
 // the same record as the RPC doors.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { recordRequest } from "../transport/request-log.js";
-import type { Metrics } from "./metrics.js";
+import type { Metrics } from "../transport/metrics.js";
 
 /** `keys.verifyKey` for /v2 routes, the path for others, `unmatched` for unknown paths (request.routeOptions builds an object: not for the hot path). */
 function operationOf(req: FastifyRequest): string {

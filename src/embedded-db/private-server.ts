@@ -19,7 +19,7 @@
 // the server started again.
 //
 // Run directly (after `npm run build`):
-//   node dist/src/storage/private-server.js [projectDir] [--hold]
+//   node dist/src/embedded-db/private-server.js [projectDir] [--hold]
 // starts (or joins) the server, prints {"socketPath","owned","version"} as one JSON
 // line on stdout, then stops it again — or with --hold keeps it until Ctrl-C.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -858,7 +858,7 @@ function firstLine(s: string): string {
 }
 
 // ---------------------------------------------------------------------------
-// Direct run: node dist/src/storage/private-server.js [projectDir] [--hold]
+// Direct run: node dist/src/embedded-db/private-server.js [projectDir] [--hold]
 
 async function main(argv: string[]): Promise<void> {
   const hold = argv.includes("--hold");

@@ -3,7 +3,6 @@
 // database pool and statement latency, Redis state. Served at GET /metrics.
 // What the hot path pays: a cached counter child's inc() and one histogram
 // observe() per request; cache and pool figures are read only when scraped.
-import type { Pool } from "mysql2/promise";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 /** What the metrics read of a cache. */
 interface CacheFigures {
@@ -12,13 +11,9 @@ interface CacheFigures {
 }
 import type { Deps } from "../domain/deps.js";
 import type { VerificationCounts } from "../domain/keys/verification-counts.js";
+import { type Pool, poolFigures } from "../storage/db.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-
-/** The mysql2 pool's own lists (not part of its typed API; read defensively). */
-interface PoolInternals {
-  pool?: { _allConnections?: { length: number }; _freeConnections?: { length: number }; _connectionQueue?: { length: number } };
-}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -119,16 +114,16 @@ export class Metrics {
     perCache("keyhold_cache_evictions_total", "Records pushed out to make room (not invalidations).", (c) => c.stats.evictions, "counter");
     perCache("keyhold_cache_entries", "Records held.", (c) => c.size, "gauge");
 
-    const lists = (pool as unknown as PoolInternals).pool;
     new Gauge({
       name: "keyhold_db_pool_connections",
       help: "Database pool connections by state: open (all), idle, and requests waiting for one (queued).",
       labelNames: ["state"],
       registers,
       collect() {
-        this.set({ state: "open" }, lists?._allConnections?.length ?? 0);
-        this.set({ state: "idle" }, lists?._freeConnections?.length ?? 0);
-        this.set({ state: "queued" }, lists?._connectionQueue?.length ?? 0);
+        const f = poolFigures(pool);
+        this.set({ state: "open" }, f.open);
+        this.set({ state: "idle" }, f.idle);
+        this.set({ state: "queued" }, f.queued);
       },
     });
     new Gauge({

@@ -1,0 +1,44 @@
+// The usage charts' query: verifications over time by outcome (storage/usage.ts
+// reads them), once the range asked for is one this may answer.
+import { GRANULARITY_MS, MAX_USAGE_BUCKETS, readUsage, type UsageGranularity, type UsagePoint } from "../../storage/usage.js";
+import type { Queryable } from "../../storage/sql.js";
+import { Validator } from "../validate.js";
+
+export interface UsageQuery {
+  workspaceId: string;
+  apiId?: string | undefined;
+  keyId?: string | undefined;
+  from: number;
+  to: number;
+  granularity: UsageGranularity;
+}
+
+/** Verifications of one key, one API's total or the workspace's, per bucket of the granularity (see readUsage). */
+export async function queryUsage(db: Queryable, q: UsageQuery): Promise<UsagePoint[]> {
+  validateRange(q);
+  return readUsage(db, q);
+}
+
+/** The granularity in ms, once the query's range is one this may answer. */
+function validateRange(q: { from: number; to: number; granularity: UsageGranularity }): void {
+  const v = new Validator();
+  const gran = GRANULARITY_MS[q.granularity] as number | undefined;
+  if (gran === undefined) v.add("granularity", `granularity must be one of ${Object.keys(GRANULARITY_MS).join(", ")}.`);
+  const time = (field: "from" | "to", value: number) => {
+    if (!Number.isSafeInteger(value) || value < 0) v.add(field, `${field} must be a time in unix milliseconds (got ${value}).`);
+  };
+  time("from", q.from);
+  time("to", q.to);
+  if (v.errors.length === 0 && q.to <= q.from) v.add("to", `to must be after from (got from ${q.from}, to ${q.to}).`);
+  if (v.errors.length === 0 && gran !== undefined) {
+    const buckets = Math.ceil(q.to / gran) - Math.floor(q.from / gran);
+    if (buckets > MAX_USAGE_BUCKETS) {
+      v.add(
+        "to",
+        `from and to span ${buckets} ${q.granularity}s; at most ${MAX_USAGE_BUCKETS} may be asked for at once.`,
+        "Ask for a shorter range, or a coarser granularity (hour or day).",
+      );
+    }
+  }
+  v.done();
+}
