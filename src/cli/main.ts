@@ -4,8 +4,9 @@
 // HTTP API (src/cli/import.ts). Results go to stdout as JSON (a generated key as a
 // bare line, for `$(...)`); progress and errors go to stderr.
 import { parseArgs } from "node:util";
-import { hashKey } from "../domain/keys/generate.js";
-import { generateRootKey } from "../domain/auth/root-key.js";
+import { issueRootKey, listRootKeys, revokeRootKey, ROOT_KEY_PERMISSION, ROOT_KEY_PERMISSION_TEXT, type RootKeyDeps } from "../domain/auth/root-keys.js";
+import { systemClock } from "../domain/clock.js";
+import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { type Config, ConfigError, loadConfig } from "../server/config.js";
 import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
@@ -13,7 +14,6 @@ import { openConfiguredDatabase } from "../server/database.js";
 import { migrate, type Database } from "../storage/db.js";
 import { NoDatabaseServerError } from "../embedded-db/private-server.js";
 import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
-import { insertRootKey, listRootKeys, revokeRootKey } from "../storage/root-keys.js";
 import { insertInvalidation } from "../storage/invalidations.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
@@ -56,8 +56,6 @@ read from stdin; never from a flag. At least ${MIN_PASSWORD_LENGTH} characters.
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
 
-const PERMISSION = /^[a-zA-Z0-9_.*:\-]{1,256}$/;
-
 class UsageError extends Error {}
 
 const log = (line: string) => process.stderr.write(`keyhold: ${line}\n`);
@@ -97,23 +95,12 @@ async function run(argv: string[]): Promise<void> {
     if (workspace.length > 256) throw new UsageError("--workspace must be at most 256 characters");
     const permissions = (values.permissions ?? "").split(",").map((p) => p.trim()).filter(Boolean);
     if (permissions.length === 0) throw new UsageError("--permissions is required (a comma-separated list, e.g. apis.*.create_key)");
-    const bad = permissions.find((p) => !PERMISSION.test(p));
-    if (bad !== undefined) throw new UsageError(`'${bad}' is not a permission (letters, digits and . _ * : - only)`);
-    const result = await withDatabase(async (db) => {
-      const now = Date.now();
-      const ws = await ensureWorkspace(db.pool, workspace, now);
-      const rootKey = generateRootKey();
-      const keyId = newId("key", now);
-      await insertRootKey(db.pool, {
-        id: keyId,
-        workspaceId: ws.id,
-        hash: hashKey(rootKey),
-        start: rootKey.slice(0, 8),
-        name: values.name ?? null,
-        permissions,
-        now,
-      });
-      return { workspaceId: ws.id, keyId, rootKey };
+    // The grammar is the domain's (domain/auth/root-keys.ts), checked before the workspace is made.
+    const bad = permissions.find((p) => !ROOT_KEY_PERMISSION.test(p));
+    if (bad !== undefined) throw new UsageError(`'${bad}' is not a permission (${ROOT_KEY_PERMISSION_TEXT})`);
+    const result = await withRootKeys(async (deps) => {
+      const ws = await ensureWorkspace(deps.pool, workspace, deps.clock.now());
+      return { workspaceId: ws.id, ...(await usageErrors(() => issueRootKey(deps, { workspaceId: ws.id, name: values.name, permissions }))) };
     });
     out(result);
     return;
@@ -121,9 +108,9 @@ async function run(argv: string[]): Promise<void> {
   if (sub === "list") {
     const workspace = values.workspace?.trim();
     if (!workspace) throw new UsageError("--workspace is required");
-    const keys = await withDatabase(async (db) => {
-      const ws = await findWorkspaceByName(db.pool, workspace);
-      return ws ? listRootKeys(db.pool, ws.id) : [];
+    const keys = await withRootKeys(async (deps) => {
+      const ws = await findWorkspaceByName(deps.pool, workspace);
+      return ws ? listRootKeys(deps, ws.id) : [];
     });
     out({ workspace, keys });
     return;
@@ -131,13 +118,16 @@ async function run(argv: string[]): Promise<void> {
   if (sub === "revoke") {
     const keyId = positionals[0];
     if (!keyId) throw new UsageError("give the keyId to revoke");
-    const hash = await withDatabase(async (db) => {
-      const h = await revokeRootKey(db.pool, keyId, Date.now());
-      // Running servers evict it from their caches on their next poll.
-      if (h) await insertInvalidation(db.pool, "rootkey", h, Date.now());
-      return h;
+    const revoked = await withRootKeys(async (deps) => {
+      try {
+        await revokeRootKey(deps, { keyId, workspaceId: undefined });
+        return true;
+      } catch (err) {
+        if (err instanceof AppError && err.code === "err:svc:data:key_not_found") return false;
+        throw err;
+      }
     });
-    if (!hash) {
+    if (!revoked) {
       log(`no live root key ${keyId}`);
       process.exitCode = 1;
       return;
@@ -146,6 +136,33 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   throw new UsageError(sub === undefined ? "root-key needs create, list or revoke" : `unknown root-key command '${sub}'`);
+}
+
+/**
+ * The root-key operations' dependencies from the CLI: the database, the clock,
+ * and invalidations that running servers read on their next poll (the CLI has
+ * no cache of its own).
+ */
+function withRootKeys<T>(fn: (deps: RootKeyDeps) => Promise<T>): Promise<T> {
+  return withDatabase((db) =>
+    fn({
+      pool: db.pool,
+      clock: systemClock,
+      invalidate: (kind, id) => insertInvalidation(db.pool, kind, id, Date.now()),
+    }),
+  );
+}
+
+/** A refusal of the domain's checks, said as a usage error (exit 2). */
+async function usageErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError && err.code === "err:svc:application:invalid_input") {
+      throw new UsageError((err.errors ?? []).map((e) => e.message).join("; ") || (err.detail ?? "invalid input"));
+    }
+    throw err;
+  }
 }
 
 /** parseArgs' own refusals (an unknown option, a missing value) are usage errors too. */

@@ -15,6 +15,7 @@ import { AppError, invalidInput } from "../core/errors.js";
 import { SignInAttempts } from "../domain/operators/attempts.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { dummyHash, MAX_PASSWORD_LENGTH, verifyPassword } from "../domain/operators/password.js";
+import { OPERATOR_GRANTS, operatorActor } from "../domain/operators/principal.js";
 import { csrfMatches, csrfTokenOf, endSession, resumeSession, type SessionSettings, startSession } from "../domain/operators/sessions.js";
 import { findOperatorByEmail, operatorWorkspace, operatorWorkspaces, type SessionRow } from "../storage/operators.js";
 import type { Config } from "./config.js";
@@ -27,15 +28,6 @@ export const sessionCookieName = (secure: boolean): string => (secure ? "__Host-
 /** The workspace a session-authenticated RPC acts on. */
 export const WORKSPACE_HEADER = "x-keyhold-workspace";
 export const CSRF_HEADER = "x-csrf-token";
-
-/** What an operator may do in a workspace they belong to: everything. One array, so permission checks memoise on it. */
-export const OPERATOR_GRANTS: readonly string[] = Object.freeze(["*"]);
-
-/** The root-key id a session acts as (idempotency records are scoped by it). */
-export const operatorActor = (operatorId: string): string => `op:${operatorId}`;
-
-/** The operator a session-authenticated principal acts for (the inverse of operatorActor). */
-export const operatorOf = (principal: Principal): string => principal.rootKeyId.slice("op:".length);
 
 const sessionSettings = (config: Config): SessionSettings => ({ idleMs: config.dashboardSessionIdleMs, maxMs: config.dashboardSessionMaxMs });
 

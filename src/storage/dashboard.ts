@@ -3,7 +3,7 @@
 import { newId } from "../core/ids.js";
 import { linkWorkspace, type OperatorWorkspace } from "./operators.js";
 import { exec, isDuplicateKey, one, optNum, rows, type Queryable } from "./sql.js";
-import type { Pool } from "mysql2/promise";
+import type { Pool } from "./sql.js";
 
 export class WorkspaceNameTaken extends Error {}
 
@@ -39,37 +39,6 @@ export interface ApiListing {
 export async function listApis(db: Queryable, workspaceId: string): Promise<ApiListing[]> {
   const rs = await rows(db, "SELECT id, name, created_at_m FROM apis WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id", [workspaceId]);
   return rs.map((r) => ({ id: String(r.id), name: String(r.name), createdAt: Number(r.created_at_m) }));
-}
-
-export interface RootKeyListing {
-  keyId: string;
-  name: string;
-  start: string;
-  permissions: string[];
-  createdAt: number;
-  /** Approximate (written behind); undefined when never used. */
-  lastUsedAt: number | undefined;
-}
-
-export async function listWorkspaceRootKeys(db: Queryable, workspaceId: string): Promise<RootKeyListing[]> {
-  const rs = await rows(
-    db,
-    "SELECT id, name, start, permissions, created_at_m, last_used_at_m FROM root_keys WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id",
-    [workspaceId],
-  );
-  return rs.map((r) => ({
-    keyId: String(r.id),
-    name: r.name === null ? "" : String(r.name),
-    start: String(r.start),
-    permissions: JSON.parse(String(r.permissions)) as string[],
-    createdAt: Number(r.created_at_m),
-    lastUsedAt: optNum(r.last_used_at_m),
-  }));
-}
-
-/** Whether the live root key belongs to the workspace. */
-export async function isWorkspaceRootKey(db: Queryable, workspaceId: string, keyId: string): Promise<boolean> {
-  return (await one(db, "SELECT 1 AS x FROM root_keys WHERE id = ? AND workspace_id = ? AND deleted_at_m IS NULL", [keyId, workspaceId])) !== undefined;
 }
 
 export interface NamespaceListing {

@@ -42,31 +42,44 @@ export async function findRootKeyByHash(db: Queryable, hash: string): Promise<Ro
 
 export interface RootKeyListing {
   keyId: string;
+  name: string;
   start: string;
   permissions: string[];
   createdAt: number;
+  /** Approximate (written behind); undefined when never used. */
+  lastUsedAt: number | undefined;
 }
 
+/** The workspace's live root keys, oldest id first. */
 export async function listRootKeys(db: Queryable, workspaceId: string): Promise<RootKeyListing[]> {
   const rs = await rows(
     db,
-    "SELECT id, start, permissions, created_at_m FROM root_keys WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id",
+    "SELECT id, name, start, permissions, created_at_m, last_used_at_m FROM root_keys WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id",
     [workspaceId],
   );
   return rs.map((r) => ({
     keyId: String(r.id),
+    name: r.name === null ? "" : String(r.name),
     start: String(r.start),
     permissions: JSON.parse(String(r.permissions)) as string[],
     createdAt: Number(r.created_at_m),
+    lastUsedAt: optNum(r.last_used_at_m),
   }));
 }
 
-/** Soft-deletes a root key; returns its hash (for cache invalidation) or undefined when not live. */
-export async function revokeRootKey(db: Queryable, keyId: string, now: number): Promise<string | undefined> {
-  const r = await one(db, "SELECT hash FROM root_keys WHERE id = ? AND deleted_at_m IS NULL", [keyId]);
+/**
+ * Soft-deletes a live root key (of the workspace, when one is given); returns its
+ * hash (for cache invalidation), or undefined when there was no such live key.
+ */
+export async function revokeRootKey(db: Queryable, keyId: string, workspaceId: string | undefined, now: number): Promise<string | undefined> {
+  const r =
+    workspaceId === undefined
+      ? await one(db, "SELECT hash FROM root_keys WHERE id = ? AND deleted_at_m IS NULL", [keyId])
+      : await one(db, "SELECT hash FROM root_keys WHERE id = ? AND workspace_id = ? AND deleted_at_m IS NULL", [keyId, workspaceId]);
   if (!r) return undefined;
-  await exec(db, "UPDATE root_keys SET deleted_at_m = ? WHERE id = ? AND deleted_at_m IS NULL", [now, keyId]);
-  return String(r.hash);
+  const res = await exec(db, "UPDATE root_keys SET deleted_at_m = ? WHERE id = ? AND deleted_at_m IS NULL", [now, keyId]);
+  // Revoked meanwhile by another caller: theirs is the revocation.
+  return res.affectedRows === 1 ? String(r.hash) : undefined;
 }
 
 /** Writes root keys' last-used times (the write-behind's flush): one UPDATE per 1,000 keys. */

@@ -83,7 +83,7 @@ describe("verification cache", () => {
     expectOk(await h.post("/v2/apis.getApi", { apiId }, rk)); // cached now
     const [rows] = await h.db.pool.query("SELECT id FROM root_keys WHERE hash = ?", [hashKey(rk)]);
     const id = (rows as Array<{ id: string }>)[0]?.id as string;
-    expect(await revokeRootKey(h.db.pool, id, Date.now())).toBe(hashKey(rk));
+    expect(await revokeRootKey(h.db.pool, id, undefined, Date.now())).toBe(hashKey(rk));
     await h.deps.invalidate("rootkey", hashKey(rk));
     expectError(h, await h.post("/v2/apis.getApi", { apiId }, rk), 401, "err:svc:authentication:key_not_found");
     // Other root keys are unaffected.

@@ -5,6 +5,7 @@ import { ID_PATTERN, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import type { Deps } from "../deps.js";
 import { findLiveApi, insertApi, softDeleteApi } from "../../storage/apis.js";
+import { type ApiListing, listApis } from "../../storage/dashboard.js";
 import { transaction } from "../../storage/sql.js";
 
 export const apiNotFound = (): AppError => new AppError("err:svc:data:api_not_found");
@@ -52,4 +53,9 @@ export async function deleteApi(deps: Deps, p: Principal, input: { apiId: string
   if (!(await softDeleteApi(deps.pool, p.workspaceId, api.id, deps.clock.now()))) throw apiNotFound();
   // Its keys stop verifying at once: drop every cached key record of this API.
   await deps.invalidate("api", api.id);
+}
+
+/** Every live API of the workspace (the dashboard's list; its caller is already known to act there). */
+export async function listWorkspaceApis(deps: Pick<Deps, "pool">, workspaceId: string): Promise<ApiListing[]> {
+  return listApis(deps.pool, workspaceId);
 }
