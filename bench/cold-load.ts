@@ -13,7 +13,10 @@ if (!url || !auth || !file) {
   process.exit(2);
 }
 const workers = Number(workersArg ?? 50);
-const keys = fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
+const keys = fs
+  .readFileSync(file, "utf8")
+  .split("\n")
+  .filter((l) => l.length > 0);
 const target = new URL(url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: workers });
 
@@ -73,4 +76,6 @@ const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 agent.destroy();
 const sorted = times.subarray(0, timed).sort();
 const pct = (q: number) => (sorted.length === 0 ? 0 : Number((sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * q) / 100))] ?? 0).toFixed(2)));
-process.stdout.write(`${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), errors, non2xx, ok, valid })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), errors, non2xx, ok, valid })}\n`,
+);

@@ -18,17 +18,31 @@ const BASELINE_KEYS = Number(process.env.BENCH_IMPORT_BASELINE_KEYS ?? 20_000);
 const CONNECTIONS = 50;
 const TARGET_SECONDS = 60;
 
-
 /** The CLI as a user runs it; its one JSON line on stdout. */
 function cli(args: string[], env: Record<string, string>): Record<string, unknown> {
   const [cmd, a] = pinned(1, process.execPath, [path.join(root, "bin", "keyhold.js"), ...args]);
-  const out = execFileSync(cmd, a, { cwd: root, env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "inherit"], maxBuffer: 16 << 20 });
+  const out = execFileSync(cmd, a, {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+    maxBuffer: 16 << 20,
+  });
   return JSON.parse(out.toString()) as Record<string, unknown>;
 }
 
 /** keys.createKey for exactly `amount` requests at CONNECTIONS connections: keys/s. */
 function createKeyRate(base: string, apiId: string, rootKey: string, amount: number): { keysPerSecond: number; ok: number } {
-  const args = [path.join(root, "node_modules", "autocannon", "autocannon.js"), "-c", String(CONNECTIONS), "-a", String(amount), "-m", "POST", "-H", "content-type=application/json"];
+  const args = [
+    path.join(root, "node_modules", "autocannon", "autocannon.js"),
+    "-c",
+    String(CONNECTIONS),
+    "-a",
+    String(amount),
+    "-m",
+    "POST",
+    "-H",
+    "content-type=application/json",
+  ];
   args.push("-H", `authorization=Bearer ${rootKey}`, "-b", JSON.stringify({ apiId, prefix: "bench" }), "-j", `${base}/v2/keys.createKey`);
   const [cmd, a] = pinned(1, process.execPath, args);
   const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
@@ -69,13 +83,19 @@ async function main(): Promise<void> {
   const k = await startKeyhold({ DATABASE_URL: url });
   try {
     const workspace = `bench_import_${Date.now()}`;
-    const { rootKey } = cli(["root-key", "create", "--workspace", workspace, "--permissions", "apis.*.create_api,apis.*.create_key,apis.*.verify_key"], { DATABASE_URL: url }) as { rootKey: string };
+    const { rootKey } = cli(["root-key", "create", "--workspace", workspace, "--permissions", "apis.*.create_api,apis.*.create_key,apis.*.verify_key"], {
+      DATABASE_URL: url,
+    }) as { rootKey: string };
     const { migrationId } = cli(["migration", "create", "--workspace", workspace, "--algorithm", "sha256"], { DATABASE_URL: url }) as { migrationId: string };
     const apiId = (await post(k.base, "apis.createApi", { name: "import" }, rootKey)).apiId as string;
 
     log(`keyhold keys import: ${KEYS} keys`);
     const began = process.hrtime.bigint();
-    const summary = cli(["keys", "import", file, "--api", apiId, "--migration", migrationId, "--url", k.base], { KEYHOLD_ROOT_KEY: rootKey }) as { imported: number; failed: number; durationMs: number };
+    const summary = cli(["keys", "import", file, "--api", apiId, "--migration", migrationId, "--url", k.base], { KEYHOLD_ROOT_KEY: rootKey }) as {
+      imported: number;
+      failed: number;
+      durationMs: number;
+    };
     const seconds = Number(process.hrtime.bigint() - began) / 1e9;
     if (summary.imported !== KEYS || summary.failed !== 0) throw new Error(`import: ${JSON.stringify(summary)}`);
     for (const key of sample) {

@@ -55,7 +55,19 @@ export interface HttpLoad {
 /** autocannon for `seconds`, or for exactly `amount` requests when given; on CPU 1. */
 export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load & { ok: number } {
   const span = amount === undefined ? ["-d", String(seconds)] : ["-a", String(amount)];
-  const args = [path.join(root, "node_modules", "autocannon", "autocannon.js"), "-c", String(l.connections), ...span, "-m", "POST", "-H", "content-type=application/json", "-b", l.body, "-j"];
+  const args = [
+    path.join(root, "node_modules", "autocannon", "autocannon.js"),
+    "-c",
+    String(l.connections),
+    ...span,
+    "-m",
+    "POST",
+    "-H",
+    "content-type=application/json",
+    "-b",
+    l.body,
+    "-j",
+  ];
   if (l.auth) args.push("-H", `authorization=${l.auth}`);
   args.push(l.url);
   const [cmd, a] = pinned(1, process.execPath, args);
@@ -64,7 +76,15 @@ export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load 
   const non2xx = Number(out.non2xx ?? 0);
   const requests = ok + non2xx;
   const elapsed = Number(out.duration ?? seconds) || seconds;
-  return { rps: amount === undefined ? out.requests.average : requests / elapsed, p50: out.latency.p50, p99: out.latency.p99, requests, errors: out.errors, non2xx, ok };
+  return {
+    rps: amount === undefined ? out.requests.average : requests / elapsed,
+    p50: out.latency.p50,
+    p99: out.latency.p99,
+    requests,
+    errors: out.errors,
+    non2xx,
+    ok,
+  };
 }
 
 /** Whether h2load answers, installing Debian's nghttp2-client when we are root and apt-get exists. */
@@ -122,7 +142,12 @@ export function h2load(l: GrpcLoad, seconds: number): Load {
     const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
     const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
     const errored = Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
-    const non2xx = Number(/status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out)?.slice(1).reduce((s, x) => s + Number(x), 0) ?? 0);
+    const non2xx = Number(
+      /status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx/
+        .exec(out)
+        ?.slice(1)
+        .reduce((s, x) => s + Number(x), 0) ?? 0,
+    );
     const times = fs
       .readFileSync(path.join(dir, "log"), "utf8")
       .trim()

@@ -105,7 +105,9 @@ async function main() {
     console.error("bench: gRPC is measured with h2load, which is missing. Install it with `apt-get install nghttp2-client` (Debian/Ubuntu) and run again.");
     process.exit(2);
   }
-  log(`${ROUNDS} rounds of ${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", servers on CPU 0 and load on CPU 1" : " (taskset missing: nothing pinned)"}; gRPC load from h2load`);
+  log(
+    `${ROUNDS} rounds of ${SECONDS}s per measurement, ${CONNECTIONS} connections${hasTaskset ? ", servers on CPU 0 and load on CPU 1" : " (taskset missing: nothing pinned)"}; gRPC load from h2load`,
+  );
 
   const A = await startProcess(path.join(here, "baseline-http.js"));
   const B = await startProcess(path.join(here, "baseline-grpc.js"));
@@ -120,40 +122,102 @@ async function main() {
   try {
     const rk = (
       JSON.parse(
-        execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"], {
-          cwd: root,
-          env: { ...process.env, DATABASE_URL },
-          stdio: ["ignore", "pipe", "inherit"],
-        }).toString(),
+        execFileSync(
+          process.execPath,
+          [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"],
+          {
+            cwd: root,
+            env: { ...process.env, DATABASE_URL },
+            stdio: ["ignore", "pipe", "inherit"],
+          },
+        ).toString(),
       ) as { rootKey: string }
     ).rootKey;
     const auth = `Bearer ${rk}`;
     const apiId = (await post(k.base, "apis.createApi", { name: "bench" }, rk)).apiId as string;
     const BIG = 1_000_000_000;
     const plain = (await post(k.base, "keys.createKey", { apiId, prefix: "bench" }, rk)).key as string;
-    const limited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }, rk)).key as string;
+    const limited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }, rk))
+      .key as string;
     const credited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: BIG } }, rk)).key as string;
     await post(k.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: BIG, duration: 60_000 }] }, rk);
     const linked = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", externalId: "bench_user" }, rk)).key as string;
     const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 });
     if (!(await grpcVerifyOnce(k.grpcPort, plain, auth))) throw new Error("keyhold's gRPC door did not answer VALID for the bench key");
 
-    const json = (base: () => string, op: string, body: string) => (seconds: number) => autocannon({ url: `${base()}/v2/${op}`, body, auth, connections: CONNECTIONS }, seconds);
+    const json = (base: () => string, op: string, body: string) => (seconds: number) =>
+      autocannon({ url: `${base()}/v2/${op}`, body, auth, connections: CONNECTIONS }, seconds);
     const kServer = () => asServer(k);
     const scenarios: Scenario[] = [
-      { name: "verifyJson", what: "verifyKey, JSON, hot key without limits", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: plain })), target: { ratio: 0.8, cpuRatio: 1.25 } },
-      { name: "verifyLimit", what: "verifyKey, JSON, hot key with one rate limit", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: limited })), target: { ratio: 0.7 } },
-      { name: "verifyIdentity", what: "verifyKey, JSON, identity-linked key (shared limit)", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: linked })), target: { ratio: 0.7 } },
-      { name: "ratelimitLimit", what: "ratelimit.limit", baseline: "A", server: kServer, load: json(() => k.base, "ratelimit.limit", limitBody), target: { ratio: 0.7 } },
-      { name: "verifyCredits", what: "verifyKey, JSON, key with credits (exact)", baseline: "A", server: kServer, load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: credited })), target: { ratio: 0.6 } },
-      { name: "createKey", what: "keys.createKey (keys/s)", baseline: "A", server: kServer, load: json(() => k.base, "keys.createKey", JSON.stringify({ apiId, prefix: "bench" })), target: { rps: 5000 } },
+      {
+        name: "verifyJson",
+        what: "verifyKey, JSON, hot key without limits",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: plain })),
+        target: { ratio: 0.8, cpuRatio: 1.25 },
+      },
+      {
+        name: "verifyLimit",
+        what: "verifyKey, JSON, hot key with one rate limit",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: limited })),
+        target: { ratio: 0.7 },
+      },
+      {
+        name: "verifyIdentity",
+        what: "verifyKey, JSON, identity-linked key (shared limit)",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: linked })),
+        target: { ratio: 0.7 },
+      },
+      {
+        name: "ratelimitLimit",
+        what: "ratelimit.limit",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "ratelimit.limit", limitBody),
+        target: { ratio: 0.7 },
+      },
+      {
+        name: "verifyCredits",
+        what: "verifyKey, JSON, key with credits (exact)",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: credited })),
+        target: { ratio: 0.6 },
+      },
+      {
+        name: "createKey",
+        what: "keys.createKey (keys/s)",
+        baseline: "A",
+        server: kServer,
+        load: json(() => k.base, "keys.createKey", JSON.stringify({ apiId, prefix: "bench" })),
+        target: { rps: 5000 },
+      },
     ];
     if (kr !== undefined) {
       const krServer = () => asServer(kr as typeof k);
       const krBase = () => (kr as typeof k).base;
       scenarios.push(
-        { name: "verifyLimitRedis", what: "verifyKey with one rate limit, REDIS_URL", baseline: "A", server: krServer, load: json(krBase, "keys.verifyKey", JSON.stringify({ key: limited })), target: { ratio: 0.5 } },
-        { name: "ratelimitRedis", what: "ratelimit.limit, REDIS_URL", baseline: "A", server: krServer, load: json(krBase, "ratelimit.limit", limitBody), target: { ratio: 0.5 } },
+        {
+          name: "verifyLimitRedis",
+          what: "verifyKey with one rate limit, REDIS_URL",
+          baseline: "A",
+          server: krServer,
+          load: json(krBase, "keys.verifyKey", JSON.stringify({ key: limited })),
+          target: { ratio: 0.5 },
+        },
+        {
+          name: "ratelimitRedis",
+          what: "ratelimit.limit, REDIS_URL",
+          baseline: "A",
+          server: krServer,
+          load: json(krBase, "ratelimit.limit", limitBody),
+          target: { ratio: 0.5 },
+        },
       );
     }
     const grpcMessage = toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: plain }));
@@ -173,8 +237,16 @@ async function main() {
       scenarios.splice(0, scenarios.length, ...scenarios.filter((s) => only.includes(s.name)));
     }
     const baselines: Record<"A" | "B", { what: string; server: Server; load: (s: number) => ReturnType<Load> }> = {
-      A: { what: "bare Fastify 5 JSON route", server: A, load: (s) => autocannon({ url: `http://127.0.0.1:${A.port}/v2/baseline`, body: "{}", connections: CONNECTIONS }, s) },
-      B: { what: "bare grpc-js unary handler (h2load)", server: B, load: (s) => h2load({ port: B.port, path: "/bench.Baseline/Ping", message: grpcMessage, connections: CONNECTIONS }, s) },
+      A: {
+        what: "bare Fastify 5 JSON route",
+        server: A,
+        load: (s) => autocannon({ url: `http://127.0.0.1:${A.port}/v2/baseline`, body: "{}", connections: CONNECTIONS }, s),
+      },
+      B: {
+        what: "bare grpc-js unary handler (h2load)",
+        server: B,
+        load: (s) => h2load({ port: B.port, path: "/bench.Baseline/Ping", message: grpcMessage, connections: CONNECTIONS }, s),
+      },
     };
 
     log("warming up every server and scenario (2 s each)");
@@ -212,11 +284,18 @@ async function main() {
       const fixed = autocannon({ url: `${base}/v2/keys.verifyKey`, body: JSON.stringify({ key: c.key }), auth, connections: CONNECTIONS }, 0, 20_000);
       const spent = INITIAL - ((await post(base, "keys.getKey", { keyId: c.keyId }, rk)).credits as { remaining: number }).remaining;
       const LIMIT = 1_000;
-      const l = (await post(base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "exact", limit: LIMIT, duration: 3_600_000 }] }, rk)).key as string;
+      const l = (await post(base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "exact", limit: LIMIT, duration: 3_600_000 }] }, rk))
+        .key as string;
       const counted = await countValid(base, l, 5_000);
       return {
         credits: { requests: 20_000, answered: fixed.ok, spent, exact: spent === fixed.ok && fixed.ok === 20_000 },
-        ratelimit: { limit: LIMIT, requests: 5_000, valid: counted.valid, limited: counted.limited, exact: counted.valid === LIMIT && counted.limited === 5_000 - LIMIT },
+        ratelimit: {
+          limit: LIMIT,
+          requests: 5_000,
+          valid: counted.valid,
+          limited: counted.limited,
+          exact: counted.valid === LIMIT && counted.limited === 5_000 - LIMIT,
+        },
       };
     };
     const countValid = async (base: string, key: string, n: number) => {
@@ -228,12 +307,16 @@ async function main() {
       const body = JSON.stringify({ key });
       const verify = () =>
         new Promise<string>((resolve, reject) => {
-          const req = http.request(`${base}/v2/keys.verifyKey`, { method: "POST", agent, headers: { "content-type": "application/json", authorization: auth } }, (res) => {
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c: string) => (text += c));
-            res.on("end", () => resolve((JSON.parse(text) as { data: { code: string } }).data.code));
-          });
+          const req = http.request(
+            `${base}/v2/keys.verifyKey`,
+            { method: "POST", agent, headers: { "content-type": "application/json", authorization: auth } },
+            (res) => {
+              let text = "";
+              res.setEncoding("utf8");
+              res.on("data", (c: string) => (text += c));
+              res.on("end", () => resolve((JSON.parse(text) as { data: { code: string } }).data.code));
+            },
+          );
           req.on("error", reject);
           req.end(body);
         });
@@ -259,14 +342,23 @@ async function main() {
     const used = (["A", "B"] as const).filter((b) => scenarios.some((x) => x.baseline === b));
     for (const b of used) {
       const ms = pick(`baseline${b}`);
-      summary[`baseline${b}`] = { what: baselines[b].what, rps: median(ms.map((m) => m.rps)), cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)), p99: median(ms.map((m) => m.p99)), measurements: ms.length };
+      summary[`baseline${b}`] = {
+        what: baselines[b].what,
+        rps: median(ms.map((m) => m.rps)),
+        cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)),
+        p99: median(ms.map((m) => m.p99)),
+        measurements: ms.length,
+      };
     }
     for (const s of scenarios) {
       const ms = pick(s.name);
       const ratio = median(ms.map((m) => m.ratio as number));
       const cpuRatio = median(ms.map((m) => m.cpuRatio as number));
       const rps = median(ms.map((m) => m.rps));
-      const met = (s.target.ratio === undefined || ratio >= s.target.ratio) && (s.target.cpuRatio === undefined || cpuRatio <= s.target.cpuRatio) && (s.target.rps === undefined || rps >= s.target.rps);
+      const met =
+        (s.target.ratio === undefined || ratio >= s.target.ratio) &&
+        (s.target.cpuRatio === undefined || cpuRatio <= s.target.cpuRatio) &&
+        (s.target.rps === undefined || rps >= s.target.rps);
       summary[s.name] = {
         what: s.what,
         baseline: `baseline${s.baseline}`,
@@ -282,28 +374,60 @@ async function main() {
         met,
       };
     }
-    const report = { date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, pinned: hasTaskset, redis: kr !== undefined, summary, exactness, measurements: rounds };
+    const report = {
+      date: new Date().toISOString(),
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      connections: CONNECTIONS,
+      pinned: hasTaskset,
+      redis: kr !== undefined,
+      summary,
+      exactness,
+      measurements: rounds,
+    };
     const file = path.join(root, "bench", "results.json");
     fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
 
     const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
     console.log("");
     console.log(`medians of ${ROUNDS} rounds; each ratio is to the mean of its baseline measured just before and just after it`);
-    console.log(`${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`);
+    console.log(
+      `${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`,
+    );
     for (const b of used) {
       const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; p99: number; what: string };
-      console.log(`${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`);
+      console.log(
+        `${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`,
+      );
     }
     for (const s of scenarios) {
-      const r = summary[s.name] as { rps: number; ratio: number; ratios: number[]; cpuUsPerReq: number; baselineCpuUsPerReq: number; cpuRatio: number; p99: number; errors: number; met: boolean };
+      const r = summary[s.name] as {
+        rps: number;
+        ratio: number;
+        ratios: number[];
+        cpuUsPerReq: number;
+        baselineCpuUsPerReq: number;
+        cpuRatio: number;
+        p99: number;
+        errors: number;
+        met: boolean;
+      };
       const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-      const want = [s.target.ratio !== undefined ? `≥${pct(s.target.ratio)}` : "", s.target.cpuRatio !== undefined ? `CPU ≤${s.target.cpuRatio}×` : "", s.target.rps !== undefined ? `≥${n0(s.target.rps)}/s` : ""].filter(Boolean).join(", ");
+      const want = [
+        s.target.ratio !== undefined ? `≥${pct(s.target.ratio)}` : "",
+        s.target.cpuRatio !== undefined ? `CPU ≤${s.target.cpuRatio}×` : "",
+        s.target.rps !== undefined ? `≥${n0(s.target.rps)}/s` : "",
+      ]
+        .filter(Boolean)
+        .join(", ");
       console.log(
         `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${want} ${r.met ? "met" : "MISSED"}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
       );
     }
     for (const [where, e] of Object.entries(exactness)) {
-      console.log(`exactness (${where}): credits ${e.credits.spent} spent for ${e.credits.answered} answered: ${e.credits.exact ? "exact" : "NOT EXACT"}; rate limit ${e.ratelimit.limit}: ${e.ratelimit.valid} valid, ${e.ratelimit.limited} limited of ${e.ratelimit.requests}: ${e.ratelimit.exact ? "exact" : "NOT EXACT"}`);
+      console.log(
+        `exactness (${where}): credits ${e.credits.spent} spent for ${e.credits.answered} answered: ${e.credits.exact ? "exact" : "NOT EXACT"}; rate limit ${e.ratelimit.limit}: ${e.ratelimit.valid} valid, ${e.ratelimit.limited} limited of ${e.ratelimit.requests}: ${e.ratelimit.exact ? "exact" : "NOT EXACT"}`,
+      );
     }
     console.log("every measurement is in bench/results.json");
 

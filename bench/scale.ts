@@ -10,8 +10,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
+import { type KeyOwner, seededKey, seedKeys } from "./seed-keys.js";
 import { freshDatabase } from "./support.js";
-import { seedKeys, seededKey, type KeyOwner } from "./seed-keys.js";
 
 export interface Figure {
   rps: number;
@@ -77,7 +77,15 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     "-j",
     url,
   ];
-  const toFigure = (out: any): Figure => ({ rps: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.errors, non2xx: out.non2xx, ok: out["2xx"] });
+  // biome-ignore lint/suspicious/noExplicitAny: autocannon's result is untyped JSON
+  const toFigure = (out: any): Figure => ({
+    rps: out.requests.average,
+    p50: out.latency.p50,
+    p99: out.latency.p99,
+    errors: out.errors,
+    non2xx: out.non2xx,
+    ok: out["2xx"],
+  });
   const autocannon = (url: string, body: string, auth: string, seconds: number, connections: number, cpu: number | null): Promise<Figure> => {
     const [cmd, args] = pin(cpu, process.execPath, acArgs(url, body, auth, seconds, connections));
     return runJson(cmd, args).then(toFigure);
@@ -111,11 +119,15 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     // ---- setup: workspace + root key (CLI), an API, a hot key (API) ----
     const first = await start({}, null);
     const cli = JSON.parse(
-      execFileSync(process.execPath, [path.join(h.root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_scale_${Date.now()}`, "--permissions", "*"], {
-        cwd: h.root,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "inherit"],
-      }).toString(),
+      execFileSync(
+        process.execPath,
+        [path.join(h.root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_scale_${Date.now()}`, "--permissions", "*"],
+        {
+          cwd: h.root,
+          env: { ...process.env, ...env },
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      ).toString(),
     ) as { rootKey: string };
     const rk = cli.rootKey;
     const auth = `Bearer ${rk}`;
@@ -143,7 +155,13 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     const twoRps = twoA.rps + twoB.rps;
     await stopK(second.child);
     await stopK(first.child);
-    const instances = { one, two: { rps: twoRps, perInstance: [twoA, twoB] }, ratio: twoRps / one.rps, cpus: os.cpus().length, redis: Boolean(process.env.REDIS_URL) };
+    const instances = {
+      one,
+      two: { rps: twoRps, perInstance: [twoA, twoB] },
+      ratio: twoRps / one.rps,
+      cpus: os.cpus().length,
+      redis: Boolean(process.env.REDIS_URL),
+    };
 
     // ---- 2. growth ----
     const seed = `${dbName}:${Math.random()}`;
@@ -151,7 +169,10 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     const smallRate = await seedKeys(db.pool, owner, seed, 0, SMALL);
     // Server on CPU 0, load on CPU 1, as in the rest of the bench. The cache holds
     // every key this run verifies (nothing evicted, nothing expires) for part 3.
-    const big = await start({ CACHE_MAX_ENTRIES: String(Math.min(100_000_000, 2 * LARGE)), CACHE_MAX_BYTES: String(16 * 1024 ** 3), CACHE_TTL_MS: "3600000" }, 0);
+    const big = await start(
+      { CACHE_MAX_ENTRIES: String(Math.min(100_000_000, 2 * LARGE)), CACHE_MAX_BYTES: String(16 * 1024 ** 3), CACHE_TTL_MS: "3600000" },
+      0,
+    );
     const sanity = await h.post(big.base, "keys.verifyKey", { key: seededKey(seed, 0) }, rk);
     if (sanity.valid !== true) throw new Error(`a seeded key does not verify: ${JSON.stringify(sanity)}`);
     const hitBody = JSON.stringify({ key: seededKey(seed, 0) });
@@ -237,6 +258,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a child process's JSON output, read field by field by the caller
 function runJson(cmd: string, args: string[]): Promise<any> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"] });

@@ -63,7 +63,20 @@ export async function seedKeys(pool: Pool, owner: KeyOwner, seed: string, from: 
         for (let i = start; i < end; i++) {
           const key = seededKey(seed, i);
           const head = key.slice(PREFIX.length + 1, PREFIX.length + 5);
-          rows.push([newId("key", now), owner.keyAuthId, owner.apiId, owner.workspaceId, hashKey(key), `${PREFIX}_${head}`, PREFIX, BYTE_LENGTH, 1, 0, now, now]);
+          rows.push([
+            newId("key", now),
+            owner.keyAuthId,
+            owner.apiId,
+            owner.workspaceId,
+            hashKey(key),
+            `${PREFIX}_${head}`,
+            PREFIX,
+            BYTE_LENGTH,
+            1,
+            0,
+            now,
+            now,
+          ]);
         }
         await conn.query(
           "INSERT INTO `keys` (id, key_auth_id, api_id, workspace_id, hash, start, prefix, byte_length, enabled, recoverable, last_refill_at_m, created_at_m) VALUES ?",

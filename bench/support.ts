@@ -5,8 +5,8 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { openDatabase } from "../src/storage/db.js";
 import { type PrivateServer, startPrivateServer } from "../src/embedded-db/private-server.js";
+import { openDatabase } from "../src/storage/db.js";
 
 export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
 export const root = path.resolve(here, "..", "..");
@@ -22,7 +22,8 @@ export const hasTaskset = (() => {
 })();
 
 /** The command line that runs `cmd` on one core (unpinned without taskset). */
-export const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args]);
+export const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] =>
+  hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args];
 
 export async function freePort(): Promise<number> {
   const srv = net.createServer();
@@ -41,16 +42,30 @@ export function stop(child: ChildProcess): Promise<void> {
 }
 
 /** keyhold from dist/ on free ports (on core `cpu`, or unpinned with null), with extra Node.js flags; resolves when it answers liveness. */
-export async function startKeyhold(env: Record<string, string> = {}, cpu: number | null = 0, nodeFlags: string[] = []): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
+export async function startKeyhold(
+  env: Record<string, string> = {},
+  cpu: number | null = 0,
+  nodeFlags: string[] = [],
+): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
   const port = await freePort();
   const grpcPort = await freePort();
   const main = [...nodeFlags, path.join(root, "dist", "src", "main.js")];
   const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" }, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(cmd, args, {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 240; i++) {
     if (child.exitCode !== null) throw new Error(`keyhold exited with ${child.exitCode}`);
-    if (await fetch(`${base}/v2/liveness`).then((r) => r.ok, () => false)) return { child, base, grpcPort };
+    if (
+      await fetch(`${base}/v2/liveness`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, base, grpcPort };
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error("keyhold did not start");
@@ -58,7 +73,12 @@ export async function startKeyhold(env: Record<string, string> = {}, cpu: number
 
 /** POST /v2/<op> with a root key; the answer's data, or an error naming the status. */
 export async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
-  const send = () => fetch(`${base}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  const send = () =>
+    fetch(`${base}/v2/${op}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+      body: JSON.stringify(body),
+    });
   // A kept-alive connection idle for the server's keep-alive timeout (72 s) may be
   // closed just as it is reused after a long measurement: sent again on a new one.
   const res = await send().catch((err: Error & { cause?: { code?: string } }) => {

@@ -28,7 +28,14 @@ for (const file of request.protoFile) {
   const byPath = new Map();
   for (const loc of file.sourceCodeInfo?.location ?? []) {
     const text = loc.leadingComments.trim();
-    if (text !== "") byPath.set(loc.path.join("."), text.split("\n").map((l) => l.trim()).join(" "));
+    if (text !== "")
+      byPath.set(
+        loc.path.join("."),
+        text
+          .split("\n")
+          .map((l) => l.trim())
+          .join(" "),
+      );
   }
   const note = (path, name) => {
     const text = byPath.get(path.join("."));
@@ -38,14 +45,18 @@ for (const file of request.protoFile) {
     list.forEach((e, i) => {
       const name = `${scope}.${e.name}`;
       note([...path, i], name);
-      e.value.forEach((v, j) => note([...path, i, ENUM_VALUE, j], `${scope}.${v.name}`));
+      e.value.forEach((v, j) => {
+        note([...path, i, ENUM_VALUE, j], `${scope}.${v.name}`);
+      });
     });
   const messages = (list, path, scope) =>
     list.forEach((m, i) => {
       const name = `${scope}.${m.name}`;
       const here = [...path, i];
       note(here, name);
-      m.field.forEach((f, j) => note([...here, MESSAGE_FIELD, j], `${name}.${f.name}`));
+      m.field.forEach((f, j) => {
+        note([...here, MESSAGE_FIELD, j], `${name}.${f.name}`);
+      });
       messages(m.nestedType, [...here, MESSAGE_NESTED], name);
       enums(m.enumType, [...here, MESSAGE_ENUM], name);
     });
@@ -54,7 +65,9 @@ for (const file of request.protoFile) {
   file.service.forEach((s, i) => {
     const name = `${file.package}.${s.name}`;
     note([FILE_SERVICE, i], name);
-    s.method.forEach((m, j) => note([FILE_SERVICE, i, SERVICE_METHOD, j], `${name}.${m.name}`));
+    s.method.forEach((m, j) => {
+      note([FILE_SERVICE, i, SERVICE_METHOD, j], `${name}.${m.name}`);
+    });
   });
 }
 

@@ -1,5 +1,5 @@
-// `npm test`: proto checks (buf lint, format, gen/ current, buf breaking), typecheck, then the
-// whole vitest suite against a real database. Ends with one line
+// `npm test`: proto checks (buf lint, format, gen/ current, buf breaking), Biome (lint and
+// format), typecheck, then the whole vitest suite against a real database. Ends with one line
 // "N passed, N failed" (", N skipped" when any were skipped).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -15,7 +15,9 @@ const step = (label, cmd, args) => {
 
 let failedSteps = 0;
 if (step("proto: buf lint, buf format, gen/ current", process.execPath, [path.join(root, "scripts", "check-gen.mjs")]) !== 0) failedSteps++;
-if (step("proto: buf breaking against every version of proto/ on main", process.execPath, [path.join(root, "scripts", "buf-breaking.mjs")]) !== 0) failedSteps++;
+if (step("proto: buf breaking against every version of proto/ on main", process.execPath, [path.join(root, "scripts", "buf-breaking.mjs")]) !== 0)
+  failedSteps++;
+if (step("lint and format: biome ci", bin("biome"), ["ci", "."]) !== 0) failedSteps++;
 if (step("typecheck", bin("tsc"), ["--noEmit", "-p", "tsconfig.json"]) !== 0) failedSteps++;
 if (step("typecheck: dashboard", bin("tsc"), ["-p", path.join("dashboard", "tsconfig.json")]) !== 0) failedSteps++;
 // Tests that run the real server or CLI as a process use dist/: build it fresh.

@@ -3,14 +3,14 @@
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush, close, exit 0.
 import "./server/v8-flags.js";
 import pino from "pino";
-import { ConfigError, loadConfig } from "./server/config.js";
-import { buildServer } from "./server/bootstrap.js";
-import { buildDeps } from "./server/deps.js";
-import { startGrpcServer } from "./grpc/server.js";
-import { services } from "./server/registry.js";
-import { openConfiguredDatabase } from "./server/database.js";
-import { migrate } from "./storage/db.js";
 import { NoDatabaseServerError } from "./embedded-db/private-server.js";
+import { startGrpcServer } from "./grpc/server.js";
+import { buildServer } from "./server/bootstrap.js";
+import { ConfigError, loadConfig } from "./server/config.js";
+import { openConfiguredDatabase } from "./server/database.js";
+import { buildDeps } from "./server/deps.js";
+import { services } from "./server/registry.js";
+import { migrate } from "./storage/db.js";
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;

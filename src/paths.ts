@@ -8,7 +8,7 @@ function findProjectDir(): string {
     const pkg = path.join(dir, "package.json");
     if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, "utf8")).name === "keyhold") return dir;
     const up = path.dirname(dir);
-    if (up === dir) throw new Error("cannot find keyhold's package.json above " + fileURLToPath(import.meta.url));
+    if (up === dir) throw new Error(`cannot find keyhold's package.json above ${fileURLToPath(import.meta.url)}`);
     dir = up;
   }
 }

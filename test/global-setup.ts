@@ -4,8 +4,8 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
 import type { TestProject } from "vitest/node";
-import { projectDir } from "../src/paths.js";
 import { startPrivateServer } from "../src/embedded-db/private-server.js";
+import { projectDir } from "../src/paths.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -3,18 +3,18 @@
 // and seed helpers. No mocks: everything runs against the real database server.
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import mysql from "mysql2/promise";
+import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, inject } from "vitest";
+import { newId } from "../src/core/ids.js";
 import { generateRootKey } from "../src/domain/auth/root-key.js";
 import type { Deps } from "../src/domain/deps.js";
 import { hashKey } from "../src/domain/keys/generate.js";
-import { newId } from "../src/core/ids.js";
+import { type GrpcServer, startGrpcServer } from "../src/grpc/server.js";
 import { buildServer } from "../src/server/bootstrap.js";
-import { loadConfig, type Config } from "../src/server/config.js";
-import { buildDeps, type Runtime } from "../src/server/deps.js";
-import { startGrpcServer, type GrpcServer } from "../src/grpc/server.js";
-import { services } from "../src/server/registry.js";
+import { type Config, loadConfig } from "../src/server/config.js";
 import { openConfiguredDatabase } from "../src/server/database.js";
+import { buildDeps, type Runtime } from "../src/server/deps.js";
+import { services } from "../src/server/registry.js";
 import { type Database, migrate } from "../src/storage/db.js";
 import { insertRootKey } from "../src/storage/root-keys.js";
 import { ensureWorkspace } from "../src/storage/workspaces.js";

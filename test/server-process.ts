@@ -81,7 +81,11 @@ export interface ProcessRun {
 /** Runs a node script of the checkout (e.g. bin/keyhold.js) to its end with exactly this environment, and `input` on its stdin. */
 export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<ProcessRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { cwd: ROOT, env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env,
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
     child.stdin?.end(input);
     let stdout = "";
     let stderr = "";

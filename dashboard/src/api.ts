@@ -1,9 +1,10 @@
 // How the dashboard talks to keyhold: sign-in, session and sign-out as JSON under
 // /dashboard/api/, everything else through the generated Connect clients, with the
 // session cookie, the CSRF token and the chosen workspace on every call.
+
+import type { DescService } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { DescService } from "@bufbuild/protobuf";
 import { DashboardService } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";

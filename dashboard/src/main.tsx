@@ -25,13 +25,16 @@ const NotFound = () => (
 /** The path's segments, decoded; undefined for a malformed escape (a mangled link), which decodeURIComponent throws on. */
 function segmentsOf(path: string): string[] | undefined {
   try {
-    return path.split("/").filter((p) => p !== "").map(decodeURIComponent);
+    return path
+      .split("/")
+      .filter((p) => p !== "")
+      .map(decodeURIComponent);
   } catch {
     return undefined;
   }
 }
 
-function Page({ path, session, onWorkspaces }: { path: string; session: Session; onWorkspaces: (s: Session["workspaces"]) => void }) {
+function Page({ path, onWorkspaces }: { path: string; session: Session; onWorkspaces: (s: Session["workspaces"]) => void }) {
   const parts = segmentsOf(path);
   if (parts === undefined) return <NotFound />;
   const ws = currentWorkspace();
@@ -39,7 +42,8 @@ function Page({ path, session, onWorkspaces }: { path: string; session: Session;
   if (parts[0] === "root-keys") return <RootKeysPage workspaceId={ws} />;
   if (parts[0] === "identities") return <IdentitiesPage workspaceId={ws} />;
   if (parts[0] === "ratelimits") return <RatelimitsPage workspaceId={ws} namespace={parts[1]} />;
-  if (parts[0] === "apis" && parts[1] !== undefined && parts[2] === "keys" && parts[3] !== undefined) return <KeyPage workspaceId={ws} apiId={parts[1]} keyId={parts[3]} />;
+  if (parts[0] === "apis" && parts[1] !== undefined && parts[2] === "keys" && parts[3] !== undefined)
+    return <KeyPage workspaceId={ws} apiId={parts[1]} keyId={parts[3]} />;
   if (parts[0] === "apis" && parts[1] !== undefined) return <ApiPage workspaceId={ws} apiId={parts[1]} />;
   if (parts[0] === undefined || parts[0] === "apis") return <ApisPage workspaceId={ws} />;
   return <NotFound />;
@@ -101,13 +105,7 @@ function App() {
   if (loaded.error !== undefined) return <ErrorNote message={loaded.error} retry={loaded.reload} />;
   if (loaded.loading && session === undefined) return <Spinner label="Opening the dashboard…" />;
   if (current === undefined) return <SignInPage onSignedIn={setSession} />;
-  return (
-    <Shell
-      session={current}
-      onSignedOut={() => setSession(null)}
-      onWorkspaces={(workspaces) => setSession({ ...current, workspaces })}
-    />
-  );
+  return <Shell session={current} onSignedOut={() => setSession(null)} onWorkspaces={(workspaces) => setSession({ ...current, workspaces })} />;
 }
 
 render(<App />, document.getElementById("app") as HTMLElement);

@@ -53,7 +53,11 @@ export interface Loaded<T> {
 
 /** Runs `load` now and whenever `deps` change or reload() is called. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: string | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: string | undefined; loading: boolean }>({
+    data: undefined,
+    error: undefined,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const run = useRef(0);
   useEffect(() => {
@@ -63,7 +67,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       (data) => mine === run.current && setState({ data, error: undefined, loading: false }),
       (err: unknown) => mine === run.current && setState({ data: undefined, error: messageOf(err), loading: false }),
     );
-    // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what the load depends on
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { ...state, reload };
@@ -140,6 +143,7 @@ export function ConfirmButton(props: { label: string; question: string; confirm:
     );
   }
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a <fieldset> inside a table row breaks its layout; the group only needs its label
     <span class="confirm" role="group" aria-label={props.question} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
       <span>{props.question}</span>
       <button type="button" class="danger" ref={yes} disabled={action.busy} onClick={() => action.run(props.onConfirm).then((ok) => ok && setAsking(false))}>
@@ -155,6 +159,7 @@ export function ConfirmButton(props: { label: string; question: string; confirm:
 
 export const Field = (props: { label: string; children: ComponentChildren; hint?: string }) => (
   <div class="field">
+    {/* biome-ignore lint/a11y/noLabelWithoutControl: the control is the children, inside the label */}
     <label>
       <span>{props.label}</span>
       {props.children}
@@ -163,7 +168,8 @@ export const Field = (props: { label: string; children: ComponentChildren; hint?
   </div>
 );
 
-export const when = (ms: bigint | number | undefined): string => (ms === undefined || Number(ms) === 0 ? "—" : new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 19));
+export const when = (ms: bigint | number | undefined): string =>
+  ms === undefined || Number(ms) === 0 ? "—" : new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 19);
 
 export type FormEvent = JSX.TargetedEvent<HTMLFormElement, Event>;
 
@@ -224,7 +230,14 @@ export const SubmitButton = (props: { busy: boolean; label: string; busyLabel: s
 );
 
 /** "Create a …": a heading and a one-field form whose value is cleared once `onCreate` succeeds. */
-export function CreateForm(props: { title: string; label: string; button: string; maxLength: number; minLength?: number; onCreate: (value: string) => Promise<unknown> }) {
+export function CreateForm(props: {
+  title: string;
+  label: string;
+  button: string;
+  maxLength: number;
+  minLength?: number;
+  onCreate: (value: string) => Promise<unknown>;
+}) {
   const [value, setValue] = useState("");
   const create = useAction();
   const submit = (e: FormEvent) => {

@@ -38,7 +38,10 @@ export class RecordCache<T extends object> {
   /** Counted for /metrics: lookups answered here, lookups that were not, records evicted for room. */
   readonly stats = { hits: 0, misses: 0, evictions: 0 };
 
-  constructor(opts: CacheOptions, private readonly sizeOf: (v: T) => number) {
+  constructor(
+    opts: CacheOptions,
+    private readonly sizeOf: (v: T) => number,
+  ) {
     this.misses = new LRUCache<string, true>({ max: opts.maxMisses ?? 100_000, ttl: opts.negativeTtlMs });
     this.lru = new LRUCache<string, Entry<T>>({
       max: opts.maxEntries,

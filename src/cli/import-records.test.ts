@@ -16,12 +16,37 @@ function failure(item: Item) {
 
 describe("JSONL records", () => {
   it("hashes a plaintext key locally and sends only the hash, with the other fields as given", () => {
-    const item = parseJsonLine(3, JSON.stringify({ key: KEY, name: "n", externalId: "user_1", meta: { plan: "pro" }, roles: ["admin"], permissions: ["a.b"], expires: 4_000_000_000_000, enabled: false, credits: { remaining: 5, refill: { interval: "daily", amount: 5 } }, ratelimits: [{ name: "req", limit: 10, duration: 1000 }] }));
+    const item = parseJsonLine(
+      3,
+      JSON.stringify({
+        key: KEY,
+        name: "n",
+        externalId: "user_1",
+        meta: { plan: "pro" },
+        roles: ["admin"],
+        permissions: ["a.b"],
+        expires: 4_000_000_000_000,
+        enabled: false,
+        credits: { remaining: 5, refill: { interval: "daily", amount: 5 } },
+        ratelimits: [{ name: "req", limit: 10, duration: 1000 }],
+      }),
+    );
     expect(item).toEqual({
       ok: true,
       line: 3,
       start: "prod_3x…",
-      key: { hash: hashKey(KEY), name: "n", externalId: "user_1", meta: { plan: "pro" }, roles: ["admin"], permissions: ["a.b"], expires: 4_000_000_000_000, enabled: false, credits: { remaining: 5, refill: { interval: "daily", amount: 5 } }, ratelimits: [{ name: "req", limit: 10, duration: 1000 }] },
+      key: {
+        hash: hashKey(KEY),
+        name: "n",
+        externalId: "user_1",
+        meta: { plan: "pro" },
+        roles: ["admin"],
+        permissions: ["a.b"],
+        expires: 4_000_000_000_000,
+        enabled: false,
+        credits: { remaining: 5, refill: { interval: "daily", amount: 5 } },
+        ratelimits: [{ name: "req", limit: 10, duration: 1000 }],
+      },
     });
     expect(JSON.stringify(item.ok && item.key)).not.toContain(KEY);
   });
@@ -52,13 +77,27 @@ describe("JSONL records", () => {
     ["a name over 255 characters", { hash: HASH, name: "n".repeat(256) }, /name must be at most 255 characters/],
     ["expires beyond 2100", { hash: HASH, expires: 4_102_444_800_001 }, /expires must be at most 4102444800000/],
     ["an externalId with a space", { hash: HASH, externalId: "a b" }, /externalId must match/],
-    ["meta with 101 properties", { hash: HASH, meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) }, /meta must have at most 100 properties/],
+    [
+      "meta with 101 properties",
+      { hash: HASH, meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) },
+      /meta must have at most 100 properties/,
+    ],
     ["101 roles", { hash: HASH, roles: Array.from({ length: 101 }, (_, i) => `r${i}`) }, /roles must have at most 100 items/],
     ["an empty permission", { hash: HASH, permissions: [""] }, /permissions\[0\] must be at least 1 character/],
     ["a refill without remaining", { hash: HASH, credits: { refill: { interval: "daily", amount: 1 } } }, /credits\.remaining` must be provided/],
     ["a weekly refill", { hash: HASH, credits: { remaining: 1, refill: { interval: "weekly", amount: 1 } } }, /interval must be "daily" or "monthly"/],
     ["a one-second-short rate limit", { hash: HASH, ratelimits: [{ name: "req", limit: 1, duration: 999 }] }, /duration must be at least 1000/],
-    ["two rate limits of one name", { hash: HASH, ratelimits: [{ name: "req", limit: 1, duration: 1000 }, { name: "req", limit: 2, duration: 1000 }] }, /already defined/],
+    [
+      "two rate limits of one name",
+      {
+        hash: HASH,
+        ratelimits: [
+          { name: "req", limit: 1, duration: 1000 },
+          { name: "req", limit: 2, duration: 1000 },
+        ],
+      },
+      /already defined/,
+    ],
     ["a key over 512 characters", { key: "k".repeat(513) }, /key must be 1 to 512 characters/],
     ["an empty key", { key: "" }, /key must be 1 to 512 characters/],
     ["a hash over 64 characters", { hash: "h".repeat(65) }, /hash must be at most 64 characters/],
@@ -128,8 +167,16 @@ describe("CSV rows", () => {
   });
 
   it("refuses a key or hash cell with surrounding spaces (`a, b` in CSV) instead of trimming it", () => {
-    expect(failure(csvRow(2, { key: ` ${KEY}` }))).toMatchObject({ line: 2, reason: "invalid_record", detail: expect.stringMatching(/key starts or ends with whitespace/) });
-    expect(failure(csvRow(3, { hash: `${HASH} ` }))).toMatchObject({ line: 3, reason: "invalid_record", detail: expect.stringMatching(/hash starts or ends with whitespace/) });
+    expect(failure(csvRow(2, { key: ` ${KEY}` }))).toMatchObject({
+      line: 2,
+      reason: "invalid_record",
+      detail: expect.stringMatching(/key starts or ends with whitespace/),
+    });
+    expect(failure(csvRow(3, { hash: `${HASH} ` }))).toMatchObject({
+      line: 3,
+      reason: "invalid_record",
+      detail: expect.stringMatching(/hash starts or ends with whitespace/),
+    });
   });
 
   it.each<[string, Record<string, string>, RegExp]>([
@@ -211,7 +258,9 @@ describe("reading a file", () => {
       (e: unknown) => e as Error,
     );
     expect(err).toBeInstanceOf(BadFileError);
-    expect(err?.message).toMatch(/^no `key` or `hash` column: does the file have a header row\? \(3 unknown CSV columns: 'admin', 2 not shown \(they might be keys\)\)$/);
+    expect(err?.message).toMatch(
+      /^no `key` or `hash` column: does the file have a header row\? \(3 unknown CSV columns: 'admin', 2 not shown \(they might be keys\)\)$/,
+    );
     expect(err?.message).not.toContain(KEY.slice(0, 9));
   });
 });

@@ -8,7 +8,16 @@ import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parse } from "csv-parse";
 import { hashKey } from "../domain/keys/generate.js";
-import { type CreditsInput, type RatelimitInput, validateCredits, validateExternalId, validateMeta, validatePermissions, validateRatelimits, validateRoles } from "../domain/keys/input.js";
+import {
+  type CreditsInput,
+  type RatelimitInput,
+  validateCredits,
+  validateExternalId,
+  validateMeta,
+  validatePermissions,
+  validateRatelimits,
+  validateRoles,
+} from "../domain/keys/input.js";
 import { limits } from "../domain/limits.js";
 import { Validator } from "../domain/validate.js";
 
@@ -90,7 +99,8 @@ const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x)
 function typeProblems(raw: Record<string, unknown>): string[] {
   const problems: string[] = [];
   const unknown = Object.keys(raw).filter((k) => !(FIELDS as readonly string[]).includes(k));
-  if (unknown.length > 0) problems.push(`unknown field${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `'${k}'`).join(", ")} (known: ${FIELDS.join(", ")})`);
+  if (unknown.length > 0)
+    problems.push(`unknown field${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `'${k}'`).join(", ")} (known: ${FIELDS.join(", ")})`);
   const want = (field: string, ok: (v: unknown) => boolean, what: string) => {
     if (raw[field] !== undefined && !ok(raw[field])) problems.push(`${field} must be ${what}`);
   };
@@ -106,7 +116,10 @@ function typeProblems(raw: Record<string, unknown>): string[] {
   want("credits", isObject, "an object {remaining, refill?}");
   want("ratelimits", Array.isArray, "an array of {name, limit, duration, autoApply?}");
   if (isObject(raw.credits)) problems.push(...creditsProblems(raw.credits));
-  if (Array.isArray(raw.ratelimits)) raw.ratelimits.forEach((r, i) => problems.push(...ratelimitProblems(r, `ratelimits[${i}]`)));
+  if (Array.isArray(raw.ratelimits))
+    raw.ratelimits.forEach((r, i) => {
+      problems.push(...ratelimitProblems(r, `ratelimits[${i}]`));
+    });
   return problems;
 }
 
@@ -119,7 +132,7 @@ function creditsProblems(c: Record<string, unknown>): string[] {
   if (refill === undefined) return problems;
   if (!isObject(refill)) return [...problems, "credits.refill must be an object {interval, amount, refillDay?}"];
   for (const k of Object.keys(refill)) if (!["interval", "amount", "refillDay"].includes(k)) problems.push(`unknown field 'credits.refill.${k}'`);
-  if (typeof refill.interval !== "string") problems.push("credits.refill.interval must be \"daily\" or \"monthly\"");
+  if (typeof refill.interval !== "string") problems.push('credits.refill.interval must be "daily" or "monthly"');
   if (!isInt(refill.amount)) problems.push("credits.refill.amount must be an integer");
   if (refill.refillDay !== undefined && !isInt(refill.refillDay)) problems.push("credits.refill.refillDay must be an integer");
   return problems;
@@ -185,7 +198,8 @@ export function toItem(line: number, raw: unknown): Item {
 
 /** One JSONL line (not blank). JSON.parse's message quotes the line, which may hold a key: it is never shown. */
 export function parseJsonLine(line: number, text: string): Item {
-  if (text.length > MAX_RECORD_CHARS) return { ok: false, failure: { line, reason: "invalid_record", detail: `the line is longer than ${MAX_RECORD_CHARS} characters` } };
+  if (text.length > MAX_RECORD_CHARS)
+    return { ok: false, failure: { line, reason: "invalid_record", detail: `the line is longer than ${MAX_RECORD_CHARS} characters` } };
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -202,9 +216,7 @@ export function parseJsonLine(line: number, text: string): Item {
  */
 export function showableColumn(cell: string): boolean {
   return (
-    cell.length <= 40 &&
-    /^[A-Za-z][A-Za-z_.]*$/.test(cell) &&
-    cell.split(/[_.]/).every((word) => word.length <= 16 && (word.match(/[A-Z]/g)?.length ?? 0) <= 3)
+    cell.length <= 40 && /^[A-Za-z][A-Za-z_.]*$/.test(cell) && cell.split(/[_.]/).every((word) => word.length <= 16 && (word.match(/[A-Z]/g)?.length ?? 0) <= 3)
   );
 }
 
@@ -248,7 +260,10 @@ export function csvRow(line: number, row: Record<string, string>): Item {
       return undefined;
     }
   };
-  const list = (c: string): string[] | undefined => cell(c)?.split(";").map((s) => s.trim());
+  const list = (c: string): string[] | undefined =>
+    cell(c)
+      ?.split(";")
+      .map((s) => s.trim());
   for (const c of ["key", "hash", "name", "externalId"]) if (cell(c) !== undefined) raw[c] = cell(c);
   const put = (field: string, value: unknown) => {
     if (value !== undefined) raw[field] = value;
@@ -326,7 +341,11 @@ async function* readCsv(file: string, afterLine: number): AsyncGenerator<Item> {
       relax_quotes: true,
       max_record_size: MAX_RECORD_CHARS,
       on_skip: (err) => {
-        skipped.push({ line: Number(err?.lines ?? 0), reason: "invalid_csv", detail: `the row ending on this line cannot be read as CSV (${err?.code ?? "CSV_UNKNOWN_ERROR"})` });
+        skipped.push({
+          line: Number(err?.lines ?? 0),
+          reason: "invalid_csv",
+          detail: `the row ending on this line cannot be read as CSV (${err?.code ?? "CSV_UNKNOWN_ERROR"})`,
+        });
         return undefined;
       },
     }),

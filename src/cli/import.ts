@@ -157,7 +157,8 @@ async function importLocked(opts: ImportOptions, began: number, unlock: () => vo
     progress.stop();
     process.removeListener("SIGINT", interrupted);
   }
-  if (state.failed > 0) log(`${state.failed} record${state.failed > 1 ? "s were" : " was"} not imported; each is in ${opts.failuresPath} by line, with the reason`);
+  if (state.failed > 0)
+    log(`${state.failed} record${state.failed > 1 ? "s were" : " was"} not imported; each is in ${opts.failuresPath} by line, with the reason`);
   return {
     imported: state.imported,
     failed: state.failed,
@@ -194,7 +195,8 @@ async function lock(statePath: string): Promise<() => void> {
           }
         };
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw new ImportError(`cannot create the lock file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST")
+          throw new ImportError(`cannot create the lock file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
       const text = await readFile(path, "utf8").catch(() => undefined);
       if (text === undefined) continue; // released meanwhile
@@ -248,7 +250,18 @@ async function scanFile(file: string): Promise<{ fingerprint: Fingerprint; recor
 }
 
 async function startState(opts: ImportOptions, fingerprint: Fingerprint): Promise<State> {
-  const fresh: State = { version: 1, file: fingerprint, apiId: opts.apiId, migrationId: opts.migrationId, linesDone: 0, imported: 0, failed: 0, failures: {}, failuresBytes: 0, complete: false };
+  const fresh: State = {
+    version: 1,
+    file: fingerprint,
+    apiId: opts.apiId,
+    migrationId: opts.migrationId,
+    linesDone: 0,
+    imported: 0,
+    failed: 0,
+    failures: {},
+    failuresBytes: 0,
+    complete: false,
+  };
   const saved = opts.restart ? undefined : await readState(opts.statePath);
   // A run that stopped before its first batch (a wrong root key or api id) left
   // nothing to protect, unless it replaced a batch's claimed Idempotency-Key.
@@ -273,7 +286,10 @@ async function startState(opts: ImportOptions, fingerprint: Fingerprint): Promis
     return saved;
   }
   // Failures of a batch written just before a kill, whose state was not, are written again.
-  const length = await stat(opts.failuresPath).then((s) => s.size, () => undefined);
+  const length = await stat(opts.failuresPath).then(
+    (s) => s.size,
+    () => undefined,
+  );
   if (length === undefined) await writeFile(opts.failuresPath, "");
   else if (length > saved.failuresBytes) await truncate(opts.failuresPath, saved.failuresBytes);
   if (length !== undefined && length < saved.failuresBytes) log(`${opts.failuresPath} is shorter than when it was last written; it misses earlier failures`);
@@ -422,7 +438,8 @@ async function sendBatch(run: Run, batch: Batch): Promise<Outcome> {
     }
     if (answer.kind === "refused") {
       const refused = new Map(answer.refused);
-      if (!keys.some((_, i) => refused.has(i))) throw new ImportError(`keys.migrateKeys was refused (400) for records the batch up to line ${batch.lastLine} does not have`);
+      if (!keys.some((_, i) => refused.has(i)))
+        throw new ImportError(`keys.migrateKeys was refused (400) for records the batch up to line ${batch.lastLine} does not have`);
       keys.forEach((k, i) => {
         const detail = refused.get(i);
         if (detail === undefined) return;
@@ -463,7 +480,8 @@ function showOnce(run: Run, detail: string, line: number): void {
   log(`the server refused line ${line}: ${detail} (every refused record is in ${run.opts.failuresPath})`);
 }
 
-const named = (k: { key: MigrateKey; start?: string }): { hash: string } | { start: string } => (k.start === undefined ? { hash: k.key.hash } : { start: k.start });
+const named = (k: { key: MigrateKey; start?: string }): { hash: string } | { start: string } =>
+  k.start === undefined ? { hash: k.key.hash } : { start: k.start };
 
 /**
  * The same records of the same file into the same api and migration always get
@@ -514,7 +532,8 @@ async function post(opts: ImportOptions, idemKey: string, body: unknown): Promis
     }
     if (status === 200) {
       const data = (json as { data?: { migrated?: Array<{ hash?: string }>; failed?: string[] } } | undefined)?.data;
-      if (!Array.isArray(data?.migrated) || !Array.isArray(data?.failed)) throw new ImportError(`${opts.url} answered keys.migrateKeys without data.migrated and data.failed; is it a keyhold deployment?`);
+      if (!Array.isArray(data?.migrated) || !Array.isArray(data?.failed))
+        throw new ImportError(`${opts.url} answered keys.migrateKeys without data.migrated and data.failed; is it a keyhold deployment?`);
       return { kind: "ok", migrated: data.migrated.map((m) => String(m.hash)), failed: data.failed.map(String) };
     }
     const error = (json as ErrorBody | undefined)?.error;
@@ -527,7 +546,8 @@ async function post(opts: ImportOptions, idemKey: string, body: unknown): Promis
       continue;
     }
     if (status === 429 || status >= 500) {
-      if (++errors >= ATTEMPTS) throw new ImportError(`${opts.url} keeps answering ${status} ${error?.detail ?? ""} (gave up after ${ATTEMPTS} attempts; rerun to resume)`.trim());
+      if (++errors >= ATTEMPTS)
+        throw new ImportError(`${opts.url} keeps answering ${status} ${error?.detail ?? ""} (gave up after ${ATTEMPTS} attempts; rerun to resume)`.trim());
       await backoff(attempt, retryAfter);
       continue;
     }
@@ -550,7 +570,12 @@ function refusedRecords(errors: NonNullable<NonNullable<ErrorBody["error"]>["err
     const m = /^body\.keys\[(\d+)\]/.exec(e.location ?? "");
     if (m === null || /^\d+ more problems\b/.test(e.message ?? "")) continue;
     const messages = byIndex.get(Number(m[1])) ?? [];
-    messages.push([e.message ?? "refused by the server", e.fix].filter((t) => t !== undefined).join(" ").replace(/\bkeys\[\d+\]\./g, ""));
+    messages.push(
+      [e.message ?? "refused by the server", e.fix]
+        .filter((t) => t !== undefined)
+        .join(" ")
+        .replace(/\bkeys\[\d+\]\./g, ""),
+    );
     byIndex.set(Number(m[1]), messages);
   }
   return [...byIndex].map(([i, messages]) => [i, messages.join(" ")]);
@@ -559,7 +584,8 @@ function refusedRecords(errors: NonNullable<NonNullable<ErrorBody["error"]>["err
 function explain(opts: ImportOptions, status: number, error: ErrorBody["error"]): string {
   const said = error?.detail ? ` (${status}: ${error.detail})` : ` (${status})`;
   if (status === 401) return `the root key in KEYHOLD_ROOT_KEY was refused by ${opts.url}${said}`;
-  if (status === 403) return `the root key in KEYHOLD_ROOT_KEY may not import keys into ${opts.apiId}: it needs apis.*.create_key or apis.${opts.apiId}.create_key${said}`;
+  if (status === 403)
+    return `the root key in KEYHOLD_ROOT_KEY may not import keys into ${opts.apiId}: it needs apis.*.create_key or apis.${opts.apiId}.create_key${said}`;
   if (status === 404 && error?.type?.endsWith("migration_not_found")) {
     return `migration ${opts.migrationId} does not exist in the root key's workspace; create one with \`keyhold migration create\`${said}`;
   }

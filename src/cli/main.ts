@@ -4,25 +4,25 @@
 // HTTP API (src/cli/import.ts). Results go to stdout as JSON (a generated key as a
 // bare line, for `$(...)`); progress and errors go to stderr.
 import { parseArgs } from "node:util";
-import { issueRootKey, listRootKeys, revokeRootKey, ROOT_KEY_PERMISSION, ROOT_KEY_PERMISSION_TEXT, type RootKeyDeps } from "../domain/auth/root-keys.js";
-import { systemClock } from "../domain/clock.js";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { type Config, ConfigError, loadConfig } from "../server/config.js";
-import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
-import { openConfiguredDatabase } from "../server/database.js";
-import { migrate, type Database } from "../storage/db.js";
-import { NoDatabaseServerError } from "../embedded-db/private-server.js";
-import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
-import { insertInvalidation } from "../storage/invalidations.js";
-import { rewrapDataKeys } from "../storage/vault.js";
-import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
+import { issueRootKey, listRootKeys, ROOT_KEY_PERMISSION, ROOT_KEY_PERMISSION_TEXT, type RootKeyDeps, revokeRootKey } from "../domain/auth/root-keys.js";
+import { systemClock } from "../domain/clock.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
+import { NoDatabaseServerError } from "../embedded-db/private-server.js";
+import { type Config, ConfigError, loadConfig } from "../server/config.js";
+import { openConfiguredDatabase } from "../server/database.js";
+import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js";
+import { type Database, migrate } from "../storage/db.js";
+import { insertInvalidation } from "../storage/invalidations.js";
+import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
 import { insertOperator, linkWorkspace, OperatorExistsError } from "../storage/operators.js";
-import { readPassword } from "./password-input.js";
+import { rewrapDataKeys } from "../storage/vault.js";
+import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
 import { failuresPathOf, ImportError, importKeys, MAX_BATCH } from "./import.js";
 import type { Format } from "./import-records.js";
+import { readPassword } from "./password-input.js";
 
 const USAGE = `usage:
   keyhold root-key create --workspace <name> --permissions <comma list> [--name <label>]
@@ -93,7 +93,10 @@ async function run(argv: string[]): Promise<void> {
     const workspace = values.workspace?.trim();
     if (!workspace) throw new UsageError("--workspace is required");
     if (workspace.length > 256) throw new UsageError("--workspace must be at most 256 characters");
-    const permissions = (values.permissions ?? "").split(",").map((p) => p.trim()).filter(Boolean);
+    const permissions = (values.permissions ?? "")
+      .split(",")
+      .map((p) => p.trim())
+      .filter(Boolean);
     if (permissions.length === 0) throw new UsageError("--permissions is required (a comma-separated list, e.g. apis.*.create_key)");
     // The grammar is the domain's (domain/auth/root-keys.ts), checked before the workspace is made.
     const bad = permissions.find((p) => !ROOT_KEY_PERMISSION.test(p));
@@ -225,7 +228,10 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
   if (!values.api) throw new UsageError("--api is required (the apiId the keys go into)");
   if (!values.migration) throw new UsageError("--migration is required (from `keyhold migration create`)");
   const format = values.format ?? (/\.csv$/i.test(file) ? "csv" : /\.(jsonl|ndjson)$/i.test(file) ? "jsonl" : undefined);
-  if (format !== "csv" && format !== "jsonl") throw new UsageError(values.format === undefined ? `cannot tell the format of ${file} from its name: pass --format jsonl or --format csv` : "--format must be jsonl or csv");
+  if (format !== "csv" && format !== "jsonl")
+    throw new UsageError(
+      values.format === undefined ? `cannot tell the format of ${file} from its name: pass --format jsonl or --format csv` : "--format must be jsonl or csv",
+    );
   const batchSize = wholeNumber("--batch-size", values["batch-size"], MAX_BATCH, 1, MAX_BATCH);
   const concurrency = wholeNumber("--concurrency", values.concurrency, 2, 1, 8);
   const url = (values.url ?? process.env.KEYHOLD_URL ?? "http://127.0.0.1:7070").replace(/\/+$/, "");
@@ -239,7 +245,9 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
   // Never a flag: an argument shows in `ps` and in shell history.
   const rootKey = process.env.KEYHOLD_ROOT_KEY?.trim();
   if (!rootKey) {
-    throw new ImportError("KEYHOLD_ROOT_KEY is not set: put a root key with apis.*.create_key in it (it is read from the environment only, never from a flag, which would show in `ps` and shell history)");
+    throw new ImportError(
+      "KEYHOLD_ROOT_KEY is not set: put a root key with apis.*.create_key in it (it is read from the environment only, never from a flag, which would show in `ps` and shell history)",
+    );
   }
   const statePath = values.state ?? `${file}.import-state.json`;
   const summary = await importKeys({
@@ -309,7 +317,9 @@ async function encryptionKey(sub: string | undefined, rest: string[]): Promise<v
     // Never rotate onto a machine-local key file: the data keys would end up under
     // a key no server has. The new key is always named explicitly, in every mode.
     if (loadConfig(process.env, { needsEncryptionKey: true }).encryptionKey === undefined) {
-      throw new ConfigError(["encryption-key rotate needs KEYHOLD_ENCRYPTION_KEY set to the new key (the one every server uses), and the old one in KEYHOLD_PREVIOUS_ENCRYPTION_KEYS"]);
+      throw new ConfigError([
+        "encryption-key rotate needs KEYHOLD_ENCRYPTION_KEY set to the new key (the one every server uses), and the old one in KEYHOLD_PREVIOUS_ENCRYPTION_KEYS",
+      ]);
     }
     const summary = await withDatabase(async (db, config) => {
       const keyring = loadKeyring(config, { warn: (_obj, msg) => log(msg ?? "") });

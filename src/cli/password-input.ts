@@ -1,14 +1,17 @@
 // Reading a password for the CLI: from a terminal without echo (asked twice), or
 // all of stdin with --password-stdin (one trailing newline dropped). Never a flag.
-import { Writable } from "node:stream";
+
 import readline from "node:readline/promises";
+import { Writable } from "node:stream";
 
 export class PasswordInputError extends Error {}
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
 async function prompt(question: string): Promise<string> {

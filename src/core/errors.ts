@@ -73,7 +73,10 @@ export const invalidInput = (errors: FieldError[]): AppError =>
       : [
           ...errors.slice(0, MAX_FIELD_ERRORS),
           // Where the first unlisted problem is, and how many more there are.
-          { location: errors[MAX_FIELD_ERRORS]?.location ?? "body", message: `${errors.length - MAX_FIELD_ERRORS} more problems, from here on, are not listed.` },
+          {
+            location: errors[MAX_FIELD_ERRORS]?.location ?? "body",
+            message: `${errors.length - MAX_FIELD_ERRORS} more problems, from here on, are not listed.`,
+          },
         ],
   );
 

@@ -1,9 +1,10 @@
 // Resource ids: `<prefix>_` + fixed-width base58 of (6 bytes of ms time + 10
 // random bytes), so that they match ^[a-zA-Z0-9_]+$ and sort by creation time
 // under a binary collation (stable cursor pages, contract §1.5 and §6.5).
+
+import { randomBytes } from "node:crypto";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
 import { base58Of16, type IdPrefix, newId } from "./ids.js";
 
 const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek", "mig"];
@@ -11,7 +12,14 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 
 describe("base58Of16", () => {
   it("is bs58's encoding padded to 22 digits, for edge and random inputs", () => {
-    const edges = [Buffer.alloc(16), Buffer.alloc(16, 0xff), Buffer.from([0, ...Array(15).fill(0xff)]), Buffer.from([...Array(15).fill(0), 1]), Buffer.from([...Array(15).fill(0), 57]), Buffer.from([...Array(15).fill(0), 58])];
+    const edges = [
+      Buffer.alloc(16),
+      Buffer.alloc(16, 0xff),
+      Buffer.from([0, ...Array(15).fill(0xff)]),
+      Buffer.from([...Array(15).fill(0), 1]),
+      Buffer.from([...Array(15).fill(0), 57]),
+      Buffer.from([...Array(15).fill(0), 58]),
+    ];
     const random = Array.from({ length: 2_000 }, () => randomBytes(16));
     for (const b of [...edges, ...random]) expect(base58Of16(b)).toBe(bs58.encode(b).padStart(22, "1"));
   });

@@ -4,7 +4,6 @@ import { randomBytes } from "node:crypto";
 // creation time in ms, then 10 random bytes. The Bitcoin base58 alphabet is in
 // ASCII order and the width is fixed, so ids sort by creation time under a
 // binary collation, which keeps cursor pages stable and roughly chronological.
-const WIDTH = 22; // base58 digits for 16 bytes
 
 export type IdPrefix = "key" | "api" | "ks" | "id" | "perm" | "role" | "rl" | "rlns" | "rlor" | "ws" | "req" | "dek" | "mig";
 

@@ -1,16 +1,16 @@
 import type { InvalidationKind } from "../cache/invalidation.js";
 import type { RecordCache } from "../cache/verification-cache.js";
 import type { Logger } from "../core/logger.js";
+import type { KeyRecord } from "../core/records.js";
+import type { Limiter } from "../storage/memory-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import type { Pool } from "../storage/sql.js";
+import type { Vault } from "../storage/vault.js";
 import type { Clock } from "./clock.js";
 import type { CreditSpender } from "./keys/credits.js";
-import type { KeyRecord } from "../core/records.js";
-import type { Limiter } from "../storage/memory-limiter.js";
 import type { UsageRecorder } from "./keys/usage.js";
 import type { VerificationCounts } from "./keys/verification-counts.js";
-import type { Vault } from "../storage/vault.js";
 
 /** Everything the operations need, built once at start (src/server/deps.ts). */
 export interface Deps {

@@ -65,7 +65,9 @@ export class Validator {
       this.add(field, `${field} must have at least ${rule.minItems} item${rule.minItems === 1 ? "" : "s"}.`);
       return;
     }
-    values.forEach((v, i) => this.string(`${field}[${i}]`, v, rule));
+    values.forEach((v, i) => {
+      this.string(`${field}[${i}]`, v, rule);
+    });
   }
 
   /** Throws a 400 invalid_input if anything was added. */

@@ -22,15 +22,15 @@
 //   node dist/src/embedded-db/private-server.js [projectDir] [--hold]
 // starts (or joins) the server, prints {"socketPath","owned","version"} as one JSON
 // line on stdout, then stops it again — or with --hold keeps it until Ctrl-C.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, realpathSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import mysql from "mysql2/promise";
 import type { Connection, RowDataPacket } from "mysql2/promise";
+import mysql from "mysql2/promise";
 
 export interface PrivateServer {
   /** Unix socket to connect to as user root with no password. */
@@ -175,7 +175,7 @@ async function findInstallDb(bin: ServerBinary): Promise<string | undefined> {
 }
 
 function pathDirs(): string[] {
-  return (process.env["PATH"] ?? "").split(path.delimiter).filter((d) => d !== "" && path.isAbsolute(d));
+  return (process.env.PATH ?? "").split(path.delimiter).filter((d) => d !== "" && path.isAbsolute(d));
 }
 
 async function isExecutableFile(p: string): Promise<boolean> {
@@ -283,16 +283,14 @@ async function probeServer(ctx: Ctx, connectTimeout = 3000): Promise<Probe> {
   let reported: unknown;
   try {
     const [rows] = await conn.query<RowDataPacket[]>("SELECT @@datadir AS datadir");
-    reported = rows[0]?.["datadir"];
+    reported = rows[0]?.datadir;
   } catch (err) {
     return { up: false, detail: errorMessage(err) };
   } finally {
     await conn.end().catch(() => conn.destroy());
   }
   if (typeof reported === "string" && !(await sameDir(reported, dataDir))) {
-    throw new Error(
-      `the database server answering on ${socketPath} serves the data folder ${reported}, not ${dataDir}; stop it and start again`,
-    );
+    throw new Error(`the database server answering on ${socketPath} serves the data folder ${reported}, not ${dataDir}; stop it and start again`);
   }
   return { up: true };
 }
@@ -322,7 +320,7 @@ async function readOwner(p: Paths): Promise<OwnerRecord | undefined> {
 
 async function writeOwner(p: Paths, rec: OwnerRecord): Promise<void> {
   const tmp = `${p.ownerFile}.${process.pid}.tmp`;
-  await fs.writeFile(tmp, JSON.stringify(rec) + "\n", { mode: 0o600 });
+  await fs.writeFile(tmp, `${JSON.stringify(rec)}\n`, { mode: 0o600 });
   await fs.rename(tmp, p.ownerFile);
 }
 
@@ -339,15 +337,12 @@ async function readPidFile(file: string): Promise<number | undefined> {
 async function serverState(p: Paths): Promise<{ serverPid: number | undefined; ownerAlive: boolean }> {
   const owner = await readOwner(p);
   const serverPid = (await readPidFile(p.pidFile)) ?? owner?.serverPid;
-  const ownerAlive =
-    owner !== undefined && serverPid !== undefined && owner.serverPid === serverPid && isAlive(owner.ownerPid);
+  const ownerAlive = owner !== undefined && serverPid !== undefined && owner.serverPid === serverPid && isAlive(owner.ownerPid);
   return { serverPid, ownerAlive };
 }
 
 function joinedServer(ctx: Ctx, serverPid: number | undefined): PrivateServer {
-  ctx.log(
-    `using private ${ctx.bin.label} already running in ${ctx.paths.shownDataDir}` + (serverPid ? ` (pid ${serverPid})` : ""),
-  );
+  ctx.log(`using private ${ctx.bin.label} already running in ${ctx.paths.shownDataDir}${serverPid ? ` (pid ${serverPid})` : ""}`);
   return { socketPath: ctx.paths.socketPath, owned: false, stop: async () => {} };
 }
 
@@ -492,10 +487,7 @@ async function launch(ctx: Ctx): Promise<PrivateServer> {
   for (;;) {
     if (exitInfo !== undefined) {
       await handle.stop();
-      throw new Error(
-        `private ${bin.label} exited during startup (${exitInfo}). Last lines of ${p.shownLogFile}:\n` +
-          (await logTail(p.logFile, logOffset)),
-      );
+      throw new Error(`private ${bin.label} exited during startup (${exitInfo}). Last lines of ${p.shownLogFile}:\n${await logTail(p.logFile, logOffset)}`);
     }
     let probe: Probe;
     try {
@@ -554,9 +546,7 @@ async function ensureInitialised(ctx: Ctx): Promise<void> {
   if (bin.flavor === "mariadb") {
     const installDb = await findInstallDb(bin);
     if (!installDb) {
-      throw new NoDatabaseServerError(
-        `found ${bin.path} but not mariadb-install-db / mysql_install_db to initialise its data folder`,
-      );
+      throw new NoDatabaseServerError(`found ${bin.path} but not mariadb-install-db / mysql_install_db to initialise its data folder`);
     }
     cmd = installDb;
     args = ["--no-defaults", `--datadir=${p.initDir}`];
@@ -716,9 +706,7 @@ async function acquireLock(ctx: Ctx): Promise<() => Promise<void>> {
       continue;
     }
     if (Date.now() >= deadline) {
-      throw new Error(
-        `timed out waiting for ${file} (held by pid ${holder.pid ?? "?"}); if no keyhold process is starting the database, delete it`,
-      );
+      throw new Error(`timed out waiting for ${file} (held by pid ${holder.pid ?? "?"}); if no keyhold process is starting the database, delete it`);
     }
     if (!announced && holder.pid !== process.pid) {
       ctx.log(`waiting for another process (pid ${holder.pid ?? "?"}) that is starting the private ${ctx.bin.label} ...`);
@@ -822,7 +810,12 @@ async function logTail(file: string, fromOffset: number, lines = 25): Promise<st
     const buf = await fs.readFile(file);
     const text = buf.subarray(Math.min(fromOffset, buf.length)).toString("utf8");
     const all = text.split("\n").filter((l) => l.trim() !== "");
-    return all.slice(-lines).map((l) => `  ${l}`).join("\n") || "  (log is empty)";
+    return (
+      all
+        .slice(-lines)
+        .map((l) => `  ${l}`)
+        .join("\n") || "  (log is empty)"
+    );
   } catch {
     return "  (no log file)";
   }
@@ -868,7 +861,7 @@ async function main(argv: string[]): Promise<void> {
   const conn = await mysql.createConnection({ socketPath: server.socketPath, user: "root" });
   const [rows] = await conn.query<RowDataPacket[]>("SELECT VERSION() AS version");
   await conn.end();
-  process.stdout.write(`${JSON.stringify({ socketPath: server.socketPath, owned: server.owned, version: rows[0]?.["version"] })}\n`);
+  process.stdout.write(`${JSON.stringify({ socketPath: server.socketPath, owned: server.owned, version: rows[0]?.version })}\n`);
   if (hold) {
     log("holding the server; press Ctrl-C to stop");
     await new Promise<void>((resolve) => {

@@ -35,7 +35,7 @@ describe("error catalog", () => {
       expect(code).toMatch(CODE_SHAPE);
     });
 
-    it("has the docs URL ${base}/api-reference/errors-v2/<system>/<category>/<code>", () => {
+    it("has the docs URL <base>/api-reference/errors-v2/<system>/<category>/<code>", () => {
       const [, system, category, specific] = CODE_SHAPE.exec(code) ?? [];
       const url = docsUrl(code, BASE);
       expect(url).toBe(`${BASE}/api-reference/errors-v2/${system}/${category}/${specific}`);
@@ -44,7 +44,13 @@ describe("error catalog", () => {
       expect(parsed.search).toBe("");
       expect(parsed.hash).toBe("");
       // Every path segment is non-empty and URL-safe: no ':' from the code survives.
-      expect(parsed.pathname.split("/").slice(1).every((seg) => /^[a-z0-9_-]+$/.test(seg)), parsed.pathname).toBe(true);
+      expect(
+        parsed.pathname
+          .split("/")
+          .slice(1)
+          .every((seg) => /^[a-z0-9_-]+$/.test(seg)),
+        parsed.pathname,
+      ).toBe(true);
     });
 
     it("has the HTTP status text of its status as title", () => {
@@ -94,7 +100,10 @@ describe("error catalog", () => {
   });
 
   it("keeps field errors in 400 bodies", () => {
-    const body = errorBody(new AppError("err:svc:application:invalid_input", "name is required.", [{ location: "body.name", message: "name is required." }]), BASE);
+    const body = errorBody(
+      new AppError("err:svc:application:invalid_input", "name is required.", [{ location: "body.name", message: "name is required." }]),
+      BASE,
+    );
     expect(body.errors).toEqual([{ location: "body.name", message: "name is required." }]);
   });
 });

@@ -1,8 +1,9 @@
 // The only place that knows what an ErrorCode means on the wire: HTTP status,
 // title (the HTTP status text, as the seed says), Connect/gRPC code, default
 // detail and the docs URL. Adding a code to ErrorCode without a row here fails typecheck.
-import { Code, ConnectError } from "@connectrpc/connect";
+
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { AppError, ErrorCode, FieldError } from "../core/errors.js";
 
@@ -46,7 +47,12 @@ export const catalog = {
   "err:svc:application:protected_resource": spec(412, "Precondition Failed", Code.FailedPrecondition, "This resource is protected."),
   "err:svc:application:method_not_allowed": spec(405, "Method Not Allowed", Code.Unimplemented, "Operations are called with POST."),
   "err:svc:application:unsupported_media_type": spec(415, "Unsupported Media Type", Code.InvalidArgument, "Send the body as application/json."),
-  "err:svc:application:unexpected_error": spec(500, "Internal Server Error", Code.Internal, "An unexpected error occurred. Quote the request id when you report it."),
+  "err:svc:application:unexpected_error": spec(
+    500,
+    "Internal Server Error",
+    Code.Internal,
+    "An unexpected error occurred. Quote the request id when you report it.",
+  ),
   "err:user:conflict:idempotency_key_in_use": spec(409, "Conflict", Code.Aborted, "A request with this Idempotency-Key is still running."),
   "err:user:unprocessable_entity:idempotency_key_reused": spec(
     422,
@@ -58,8 +64,7 @@ export const catalog = {
 } satisfies Record<ErrorCode, Spec>;
 
 /** "err:svc:data:x" -> `${base}/api-reference/errors-v2/svc/data/x` */
-export const docsUrl = (code: ErrorCode, base: string): string =>
-  `${base}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`;
+export const docsUrl = (code: ErrorCode, base: string): string => `${base}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`;
 
 export interface ErrorBody {
   title: string;

@@ -7,10 +7,11 @@
 // unauthenticated client cannot make us query the database, and the lookup is
 // scoped to the caller's own workspace, so it cannot tell whether a token is a
 // key elsewhere. Only errors pay for this, and only those quoting long tokens.
+
+import { AppError, type FieldError } from "../core/errors.js";
+import { hasRootKeyShape } from "../domain/auth/root-key.js";
 import type { Deps } from "../domain/deps.js";
 import { hashKey } from "../domain/keys/generate.js";
-import { hasRootKeyShape } from "../domain/auth/root-key.js";
-import { AppError, type FieldError } from "../core/errors.js";
 import { outageOf } from "../domain/outage.js";
 import { findWorkspaceKeyHashes } from "../storage/keys.js";
 
@@ -35,15 +36,15 @@ export async function redactKeys(deps: Pick<Deps, "pool">, err: AppError, worksp
     const found =
       workspaceId === undefined || outage.down
         ? undefined
-        : await outage
-            .read(undefined, () => findWorkspaceKeyHashes(deps.pool, workspaceId, hashes))
-            .catch(() => undefined);
+        : await outage.read(undefined, () => findWorkspaceKeyHashes(deps.pool, workspaceId, hashes)).catch(() => undefined);
     // No caller, or unable to check: cut every long token rather than risk quoting a key.
     if (found === undefined) for (const t of byHash.values()) keys.add(t);
     else for (const h of found) keys.add(byHash.get(h) as string);
   }
   if (keys.size === 0) return err;
   const clean = (s: string): string => s.replace(TOKEN, (t) => (keys.has(t) ? cut(t) : t));
-  const errors = err.errors?.map((e): FieldError => ({ ...e, location: clean(e.location), message: clean(e.message), ...(e.fix === undefined ? {} : { fix: clean(e.fix) }) }));
+  const errors = err.errors?.map(
+    (e): FieldError => ({ ...e, location: clean(e.location), message: clean(e.message), ...(e.fix === undefined ? {} : { fix: clean(e.fix) }) }),
+  );
   return new AppError(err.code, err.detail === undefined ? undefined : clean(err.detail), errors);
 }

@@ -2,8 +2,8 @@
 // endpoints, refusals before routing): counted for /metrics and logged, through
 // the same record as the RPC doors.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { recordRequest } from "../transport/request-log.js";
 import type { Metrics } from "../transport/metrics.js";
+import { recordRequest } from "../transport/request-log.js";
 
 /** `keys.verifyKey` for /v2 routes, the path for others, `unmatched` for unknown paths (request.routeOptions builds an object: not for the hot path). */
 function operationOf(req: FastifyRequest): string {

@@ -139,7 +139,13 @@ function planOf(desc: DescMessage): Plan {
     const defaults: Array<[string, () => Json]> = [];
     const requiredNumbers: string[] = [];
     for (const f of desc.fields) {
-      if (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT && f.scalar !== ScalarType.STRING && f.scalar !== ScalarType.BOOL && f.scalar !== ScalarType.BYTES) {
+      if (
+        f.fieldKind === "scalar" &&
+        f.presence === FeatureSet_FieldPresence.IMPLICIT &&
+        f.scalar !== ScalarType.STRING &&
+        f.scalar !== ScalarType.BOOL &&
+        f.scalar !== ScalarType.BYTES
+      ) {
         requiredNumbers.push(f.jsonName);
       }
       if (f.name.startsWith("set_")) {

@@ -38,7 +38,12 @@ export function writerFor(desc: DescMessage): Writer {
   return w;
 }
 
-function valueWriter(f: DescField, kind: "scalar" | "enum" | "message", scalar: ScalarType | undefined, message: DescMessage | undefined): (v: unknown) => JsonValue {
+function valueWriter(
+  f: DescField,
+  kind: "scalar" | "enum" | "message",
+  scalar: ScalarType | undefined,
+  message: DescMessage | undefined,
+): (v: unknown) => JsonValue {
   if (kind === "message" && message !== undefined) {
     if (message.typeName === "google.protobuf.Struct" || message.typeName === "google.protobuf.Value") return (v) => v as JsonValue;
     return (v) => writerFor(message)(v);
@@ -53,7 +58,12 @@ function compile(desc: DescMessage): Writer {
     const key = f.localName;
     const json = f.jsonName;
     if (f.fieldKind === "list") {
-      const item = valueWriter(f, f.listKind === "message" ? "message" : "scalar", f.listKind === "scalar" ? f.scalar : undefined, f.listKind === "message" ? f.message : undefined);
+      const item = valueWriter(
+        f,
+        f.listKind === "message" ? "message" : "scalar",
+        f.listKind === "scalar" ? f.scalar : undefined,
+        f.listKind === "message" ? f.message : undefined,
+      );
       const always = ALWAYS_SENT.has(`${desc.typeName}.${f.name}`);
       return (src: Record<string, unknown>, out: JsonObj) => {
         const v = src[key] as unknown[] | undefined;
@@ -107,7 +117,10 @@ function shapeOf(desc: DescMessage): Shape {
     s = {
       paginated,
       rows: paginated ? desc.fields.find((f) => f.fieldKind === "list") : undefined,
-      unwrap: !paginated && desc.fields.length === 1 && (desc.fields[0]?.fieldKind === "message" || desc.fields[0]?.fieldKind === "list") ? desc.fields[0] : undefined,
+      unwrap:
+        !paginated && desc.fields.length === 1 && (desc.fields[0]?.fieldKind === "message" || desc.fields[0]?.fieldKind === "list")
+          ? desc.fields[0]
+          : undefined,
     };
     shapes.set(desc, s);
   }

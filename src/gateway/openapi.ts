@@ -4,23 +4,24 @@
 // take null and the numbers that must be sent, and json-response.ts for the
 // fields every answer carries. Length, range and item limits come from the
 // domain's rule constants; only rules the domain code enforces are listed here.
-import { isReadOnly, KEY_FORMAT } from "../services/idempotency.js";
+
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { stringify } from "yaml";
+import { protoComments } from "../../gen/keyhold/proto_comments.js";
 import type { ErrorCode } from "../core/errors.js";
-import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_EXPIRES, MAX_SAFE, SLUG_PATTERN, limits } from "../domain/limits.js";
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, limits, MAX_EXPIRES, MAX_SAFE, SLUG_PATTERN } from "../domain/limits.js";
 import { LIMIT_DURATION } from "../domain/ratelimit/limit.js";
 import { IDENTIFIER_RULE, NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";
 import { OVERRIDES_PAGE } from "../domain/ratelimit/overrides.js";
 import { DESCRIPTION_RULE, PERMISSION_NAME_RULE, ROLE_NAME_RULE, ROLE_REF_RULE, SEARCH_RULE, SLUG_RULE } from "../domain/rbac/rules.js";
 import { catalog, docsUrl } from "../errors/catalog.js";
+import { isReadOnly, KEY_FORMAT } from "../services/idempotency.js";
 import type { ServiceEntry } from "../services/types.js";
 import { checkBody } from "./json-check.js";
 import { messageToJson, shapeResponse } from "./json-response.js";
 import { type Route, routeTable } from "./plugin.js";
-import { protoComments } from "../../gen/keyhold/proto_comments.js";
 
 type Schema = Record<string, unknown>;
 
@@ -259,7 +260,6 @@ export const operationErrors: Record<string, ErrorCode[]> = {
   "permissions.listRoles": [],
   "permissions.deleteRole": [ROLE_404],
 };
-
 
 /** Operations whose body takes `namespaceId` / `namespaceName` for `namespace` (gateway adapters). */
 const NAMESPACE_ALIASES = new Set(["ratelimit.limit", "ratelimit.setOverride", "ratelimit.getOverride", "ratelimit.listOverrides", "ratelimit.deleteOverride"]);
@@ -507,7 +507,16 @@ function operation(b: Builder, route: Route, docsBase: string): Schema {
     responses: {
       "200": {
         description: "Success.",
-        ...(changing ? { headers: { "idempotent-replayed": { description: "`true` when this is the stored answer of an earlier request with the same Idempotency-Key.", schema: { type: "string", enum: ["true"] } } } } : {}),
+        ...(changing
+          ? {
+              headers: {
+                "idempotent-replayed": {
+                  description: "`true` when this is the stored answer of an earlier request with the same Idempotency-Key.",
+                  schema: { type: "string", enum: ["true"] },
+                },
+              },
+            }
+          : {}),
         content: { "application/json": { schema: success } },
       },
       ...errorResponses([...common, ...(changing ? idempotency : []), ...(operationErrors[route.path] ?? [])], docsBase),

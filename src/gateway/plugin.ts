@@ -3,15 +3,15 @@
 // Connect and gRPC, in-process, as plain function calls on the generated types.
 import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../core/errors.js";
 import type { Call, ServiceEntry } from "../services/types.js";
-import { answered } from "./answered.js";
-import { metricsOf } from "../transport/metrics.js";
-import { ACCEPTED_ENCODINGS_HEADER, inflate, readBody, readBodyNow, type RequestEncoding, requestEncoding } from "../transport/body.js";
+import { ACCEPTED_ENCODINGS_HEADER, inflate, type RequestEncoding, readBody, readBodyNow, requestEncoding } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { parseJson } from "../transport/decode.js";
+import { metricsOf } from "../transport/metrics.js";
+import { answered } from "./answered.js";
 import { checkBody } from "./json-check.js";
 import { shapeResponse } from "./json-response.js";
 
@@ -29,9 +29,7 @@ const namespaceAliases: BodyAdapter = (body) => {
   const b = { ...(body as Record<string, unknown>) };
   const given = ["namespace", "namespaceId", "namespaceName"].filter((k) => b[k] !== undefined);
   if (given.length > 1) {
-    throw invalidInput([
-      { location: "body.namespace", message: `Send exactly one of namespace, namespaceId and namespaceName (got ${given.join(", ")}).` },
-    ]);
+    throw invalidInput([{ location: "body.namespace", message: `Send exactly one of namespace, namespaceId and namespaceName (got ${given.join(", ")}).` }]);
   }
   for (const alias of ["namespaceId", "namespaceName"]) {
     if (b[alias] !== undefined) {

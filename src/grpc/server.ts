@@ -4,27 +4,27 @@
 // with protobuf-es, and the same operations run through invokeRpc. Failures
 // carry the `err:svc:…` code in a google.rpc.Status detail
 // (grpc-status-details-bin) and, for convenience, in `error-code` metadata.
-import type { IncomingHttpHeaders, Http2Server, ServerHttp2Stream } from "node:http2";
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { create, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
-import type { Deps } from "../domain/deps.js";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
-import { authenticate } from "../domain/auth/authenticate.js";
 import { AppError, invalidInput } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { authenticate } from "../domain/auth/authenticate.js";
+import type { Deps } from "../domain/deps.js";
 import { catalog, toConnectError } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
-import { metricsOf } from "../transport/metrics.js";
+import type { ServiceEntry } from "../services/types.js";
 import { singleMetadataAuthorization } from "../transport/credentials.js";
 import { decodeBinary } from "../transport/decode.js";
 import { type Caller, invokeRpc, rpcError } from "../transport/invoke.js";
-import { recordRequest } from "../transport/request-log.js";
+import { metricsOf } from "../transport/metrics.js";
 import { readiness } from "../transport/readiness.js";
-import type { ServiceEntry } from "../services/types.js";
+import { recordRequest } from "../transport/request-log.js";
 
 /** google.rpc.Status{code, message, details: [Any(keyhold.v2.ErrorDetail)]}, encoded by hand (3 fields). */
 function statusDetails(code: number, message: string, err: ConnectError): Buffer {
@@ -82,13 +82,21 @@ function ownStatus(status: GrpcStatus, handling: boolean, limit: number): AppErr
   if (status.code === grpc.status.OK || status.code === grpc.status.CANCELLED || status.code === grpc.status.DEADLINE_EXCEEDED) return undefined;
   if (handling) return new AppError("err:svc:application:unexpected_error");
   if (status.code === grpc.status.RESOURCE_EXHAUSTED) {
-    return new AppError("err:user:bad_request:request_body_too_large", `The request message is larger than the server accepts (${limit} bytes), sent or inflated.`);
+    return new AppError(
+      "err:user:bad_request:request_body_too_large",
+      `The request message is larger than the server accepts (${limit} bytes), sent or inflated.`,
+    );
   }
   if (/unsupported encoding/i.test(status.details)) {
-    return new AppError("err:svc:application:unsupported_media_type", "The message is compressed with an encoding this server does not take; send it as it is, or as gzip or deflate.");
+    return new AppError(
+      "err:svc:application:unsupported_media_type",
+      "The message is compressed with an encoding this server does not take; send it as it is, or as gzip or deflate.",
+    );
   }
   if (/grpc-timeout/i.test(status.details)) {
-    return invalidInput([{ location: "header.grpc-timeout", message: "grpc-timeout is not a valid deadline.", fix: "Send digits and a unit (H, M, S, m, u, n), such as 500m." }]);
+    return invalidInput([
+      { location: "header.grpc-timeout", message: "grpc-timeout is not a valid deadline.", fix: "Send digits and a unit (H, M, S, m, u, n), such as 500m." },
+    ]);
   }
   return new AppError("err:user:bad_request:request_body_unreadable", `The request could not be read: ${status.details}.`);
 }
@@ -155,7 +163,8 @@ function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<strin
       const own = ownStatus(status, prepared.handling, options.bodyLimitBytes);
       const codeOf = (s: GrpcStatus) => s.metadata?.get("error-code")[0];
       if (own !== undefined && codeOf(status) === undefined) {
-        if (own.code === "err:svc:application:unexpected_error") deps.log.error({ requestId, rpc: descriptor.path, details: status.details }, "unexpected error");
+        if (own.code === "err:svc:application:unexpected_error")
+          deps.log.error({ requestId, rpc: descriptor.path, details: status.details }, "unexpected error");
         status = statusOf(toConnectError(own, options.docsBase, requestId));
       } else if (codeOf(status) === undefined) {
         // The request id in the trailers, as every error of ours has it (successes included).
@@ -284,7 +293,8 @@ export interface GrpcServer {
  */
 function watchStreams(server: grpc.Server, served: (path: string) => boolean, unmatched: () => void): void {
   const servers = (server as unknown as { http2Servers?: Map<Http2Server, unknown> }).http2Servers;
-  if (!(servers instanceof Map) || servers.size === 0) throw new Error("grpc-js no longer exposes its HTTP/2 servers: repeated authorization metadata could not be refused");
+  if (!(servers instanceof Map) || servers.size === 0)
+    throw new Error("grpc-js no longer exposes its HTTP/2 servers: repeated authorization metadata could not be refused");
   for (const h2 of servers.keys()) {
     h2.prependListener("stream", (_stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
       const path = headers[":path"];

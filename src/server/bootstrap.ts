@@ -3,23 +3,23 @@
 // failure path (unknown route, wrong method, bad body, auth, validation, 500).
 import { type OutgoingHttpHeaders, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { authenticate } from "../domain/auth/authenticate.js";
-import type { Deps } from "../domain/deps.js";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { AppError, type ErrorCode } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { authenticate } from "../domain/auth/authenticate.js";
+import type { Deps } from "../domain/deps.js";
 import { catalog, errorBody } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
-import { bodyComplete, writeAnswer } from "../transport/body.js";
 import { answered } from "../gateway/answered.js";
+import { registerDocs } from "../gateway/docs.js";
+import { registerOpenApi } from "../gateway/openapi.js";
+import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
+import type { ServiceEntry } from "../services/types.js";
+import { isDatabaseUnavailable } from "../storage/sql.js";
+import { bodyComplete, writeAnswer } from "../transport/body.js";
+import { databaseUnavailableLog } from "../transport/log-throttle.js";
 import { metricsOf } from "../transport/metrics.js";
 import { readiness } from "../transport/readiness.js";
-import { databaseUnavailableLog } from "../transport/log-throttle.js";
-import { isDatabaseUnavailable } from "../storage/sql.js";
-import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
-import { registerOpenApi } from "../gateway/openapi.js";
-import { registerDocs } from "../gateway/docs.js";
-import type { ServiceEntry } from "../services/types.js";
 import type { Config } from "./config.js";
 import { connectDoor } from "./connect.js";
 import { dashboardRoutes, sessionAuthenticator } from "./dashboard.js";
@@ -176,11 +176,6 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
     const authorization = headers.get("authorization");
     return authorization === null ? sessionAuth(headers) : authenticate(deps, authorization);
   };
-  await app.register(
-    connectDoor(deps, config, [
-      ...services.map((s) => ({ ...s, authenticate: rootKeyOrSession })),
-      dashboardConnectService(deps, config),
-    ]),
-  );
+  await app.register(connectDoor(deps, config, [...services.map((s) => ({ ...s, authenticate: rootKeyOrSession })), dashboardConnectService(deps, config)]));
   return app;
 }

@@ -10,14 +10,27 @@ describe("loadConfig", () => {
   });
 
   it("reads the documented variables", () => {
-    const c = loadConfig({ PORT: "8080", GRPC_PORT: "8081", DATABASE_URL: "mysql://u:p@db:3306/kh", DOCS_BASE_URL: "https://docs.example/", LOG_LEVEL: "WARN" });
+    const c = loadConfig({
+      PORT: "8080",
+      GRPC_PORT: "8081",
+      DATABASE_URL: "mysql://u:p@db:3306/kh",
+      DOCS_BASE_URL: "https://docs.example/",
+      LOG_LEVEL: "WARN",
+    });
     expect(c).toMatchObject({ port: 8080, grpcPort: 8081, databaseUrl: "mysql://u:p@db:3306/kh", docsBaseUrl: "https://docs.example", logLevel: "warn" });
   });
 
   it("names every bad value at once", () => {
     let err: unknown;
     try {
-      loadConfig({ PORT: "http", GRPC_PORT: "99999", DATABASE_URL: "postgres://x/y", LOG_LEVEL: "loud", DOCS_BASE_URL: "not a url", KEYHOLD_ENCRYPTION_KEY: "short" });
+      loadConfig({
+        PORT: "http",
+        GRPC_PORT: "99999",
+        DATABASE_URL: "postgres://x/y",
+        LOG_LEVEL: "loud",
+        DOCS_BASE_URL: "not a url",
+        KEYHOLD_ENCRYPTION_KEY: "short",
+      });
     } catch (e) {
       err = e;
     }
@@ -102,9 +115,17 @@ describe("loadConfig", () => {
       dbQueryTimeoutMs: 15_000,
       idempotencyTtlMs: 86_400_000,
     });
-    const c = loadConfig({ HEADERS_TIMEOUT_MS: "2000", REQUEST_TIMEOUT_MS: "4000", DB_CONNECT_TIMEOUT_MS: "300", DB_QUERY_TIMEOUT_MS: "900", IDEMPOTENCY_TTL_MS: "60000" });
+    const c = loadConfig({
+      HEADERS_TIMEOUT_MS: "2000",
+      REQUEST_TIMEOUT_MS: "4000",
+      DB_CONNECT_TIMEOUT_MS: "300",
+      DB_QUERY_TIMEOUT_MS: "900",
+      IDEMPOTENCY_TTL_MS: "60000",
+    });
     expect(c).toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 4000, dbConnectTimeoutMs: 300, dbQueryTimeoutMs: 900, idempotencyTtlMs: 60_000 });
-    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "5000", REQUEST_TIMEOUT_MS: "4000" })).toThrow(/HEADERS_TIMEOUT_MS \(5000\) must not exceed REQUEST_TIMEOUT_MS \(4000\)/);
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "5000", REQUEST_TIMEOUT_MS: "4000" })).toThrow(
+      /HEADERS_TIMEOUT_MS \(5000\) must not exceed REQUEST_TIMEOUT_MS \(4000\)/,
+    );
     expect(() => loadConfig({ DB_QUERY_TIMEOUT_MS: "0" })).toThrow(/DB_QUERY_TIMEOUT_MS/);
     expect(() => loadConfig({ IDEMPOTENCY_TTL_MS: "soon" })).toThrow(/IDEMPOTENCY_TTL_MS/);
   });

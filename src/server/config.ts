@@ -161,7 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
   }
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY);
-  if (trustProxy === undefined) problems.push(`TRUST_PROXY=${JSON.stringify(env.TRUST_PROXY)} is not true, false, a hop count, or a comma-separated list of IPs/CIDRs`);
+  if (trustProxy === undefined)
+    problems.push(`TRUST_PROXY=${JSON.stringify(env.TRUST_PROXY)} is not true, false, a hop count, or a comma-separated list of IPs/CIDRs`);
 
   const config: Config = {
     databaseUrl,

@@ -16,24 +16,16 @@
 // Connect's gRPC handler is off: gRPC has its own port (HTTP/2), and gRPC over
 // this HTTP/1.1 port could not carry its trailers.
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  type ConnectRouter,
-  createConnectRouter,
-  createContextKey,
-  createContextValues,
-  type HandlerContext,
-} from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, parseContentType as parseConnectType, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
-import { parseContentType as parseGrpcWebType, parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc-web";
+import { codeToHttpStatus, parseTimeout as parseConnectTimeout, parseContentType as parseConnectType } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout, parseContentType as parseGrpcWebType } from "@connectrpc/connect/protocol-grpc-web";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
+import { AppError, invalidInput } from "../core/errors.js";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../core/errors.js";
 import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
 import type { Call } from "../services/types.js";
@@ -41,9 +33,9 @@ import { ACCEPTED_ENCODINGS_HEADER, bodyTooLarge, inflate, readBody, requestEnco
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
+import { metricsOf } from "../transport/metrics.js";
 import { type Door, recordRequest } from "../transport/request-log.js";
 import type { Config } from "./config.js";
-import { metricsOf } from "../transport/metrics.js";
 
 /** A service on this door: how its callers authenticate, and its operations. */
 export interface ConnectService {
@@ -79,7 +71,11 @@ function checkTimeout(wire: Wire, headers: Headers): void {
   if (parsed.error !== undefined) {
     headers.delete(name);
     throw invalidInput([
-      { location: `header.${name}`, message: `${name} is not a valid deadline.`, fix: wire.framed ? "Send digits and a unit (H, M, S, m, u, n), such as 500m." : "Send milliseconds as digits." },
+      {
+        location: `header.${name}`,
+        message: `${name} is not a valid deadline.`,
+        fix: wire.framed ? "Send digits and a unit (H, M, S, m, u, n), such as 500m." : "Send milliseconds as digits.",
+      },
     ]);
   }
 }
@@ -279,7 +275,9 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
         const grpcStatus = prepared.outcome === undefined && wire?.framed === true ? grpcWebStatus(res, body) : undefined;
         const outcome =
           prepared.outcome ??
-          (grpcStatus === undefined ? { status: String(res.status), httpStatus: res.status } : { status: Code[grpcStatus] ?? String(grpcStatus), httpStatus: grpcStatus === 0 ? 200 : codeToHttpStatus(grpcStatus as Code) });
+          (grpcStatus === undefined
+            ? { status: String(res.status), httpStatus: res.status }
+            : { status: Code[grpcStatus] ?? String(grpcStatus), httpStatus: grpcStatus === 0 ? 200 : codeToHttpStatus(grpcStatus as Code) });
         recordRequest(req.log, metrics, {
           door: wire?.door ?? "connect",
           operation,
@@ -298,8 +296,22 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
         } catch (err) {
           // A defect of ours (Connect answers every failure of a call itself): logged, and the caller still gets an answer.
           deps.log.error({ err, requestId: req.id, rpc: operation }, "unexpected error");
-          if (!reply.raw.headersSent) writeAnswer(req.raw, reply.raw, 500, { "content-type": "application/json", "x-request-id": req.id }, '{"code":"internal","message":"internal error"}');
-          recordRequest(req.log, metrics, { door: wire?.door ?? "connect", operation, requestId: req.id, status: "Internal", httpStatus: 500, ms: reply.elapsedTime });
+          if (!reply.raw.headersSent)
+            writeAnswer(
+              req.raw,
+              reply.raw,
+              500,
+              { "content-type": "application/json", "x-request-id": req.id },
+              '{"code":"internal","message":"internal error"}',
+            );
+          recordRequest(req.log, metrics, {
+            door: wire?.door ?? "connect",
+            operation,
+            requestId: req.id,
+            status: "Internal",
+            httpStatus: 500,
+            ms: reply.elapsedTime,
+          });
         }
       });
     }

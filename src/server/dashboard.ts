@@ -9,9 +9,9 @@
 // `x-csrf-token` (the token sign-in returned) and an Origin (or Referer) naming
 // the scheme and Host it is sent to; sign-in checks the Origin too (login CSRF).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { AppError, invalidInput } from "../core/errors.js";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../core/errors.js";
 import { SignInAttempts } from "../domain/operators/attempts.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { dummyHash, MAX_PASSWORD_LENGTH, verifyPassword } from "../domain/operators/password.js";
@@ -115,7 +115,12 @@ export function sessionAuthenticator(deps: Deps, config: Config) {
     const session = await sessionOfCall(headers);
     const workspaceId = h.get(WORKSPACE_HEADER)?.trim();
     if (!workspaceId) {
-      throw invalidInput([{ location: `header.${WORKSPACE_HEADER}`, message: `A call with a dashboard session must name the workspace to act on, in the ${WORKSPACE_HEADER} header.` }]);
+      throw invalidInput([
+        {
+          location: `header.${WORKSPACE_HEADER}`,
+          message: `A call with a dashboard session must name the workspace to act on, in the ${WORKSPACE_HEADER} header.`,
+        },
+      ]);
     }
     const ws = await operatorWorkspace(deps.pool, session.operatorId, workspaceId);
     if (ws === undefined) throw forbidden("The workspace does not exist or this operator has no access to it.");
@@ -152,7 +157,8 @@ function readSignIn(body: unknown): { email: string; password: string } {
   if (typeof b.email !== "string" || b.email.trim() === "") errors.push({ location: "body.email", message: "email is required (a string)." });
   else if (!isEmail(normalizeEmail(b.email))) errors.push({ location: "body.email", message: "email must be an email address of at most 320 characters." });
   if (typeof b.password !== "string" || b.password === "") errors.push({ location: "body.password", message: "password is required (a string)." });
-  else if (b.password.length > MAX_PASSWORD_LENGTH) errors.push({ location: "body.password", message: `password must be at most ${MAX_PASSWORD_LENGTH} characters.` });
+  else if (b.password.length > MAX_PASSWORD_LENGTH)
+    errors.push({ location: "body.password", message: `password must be at most ${MAX_PASSWORD_LENGTH} characters.` });
   if (errors.length > 0) throw invalidInput(errors);
   return { email: normalizeEmail(b.email as string), password: b.password as string };
 }
@@ -190,7 +196,8 @@ export function dashboardRoutes(deps: Deps, config: Config) {
     app.post("/dashboard/api/sign-in", async (req, reply) => {
       const h = headersOf(req);
       // Login CSRF: another site must not sign the browser in to an account of its choosing.
-      if (!sameOrigin(schemeOf(config, req.protocol), h.get("host"), h.get("origin"), h.get("referer"))) throw forbidden("The request's Origin does not match the host it was sent to.");
+      if (!sameOrigin(schemeOf(config, req.protocol), h.get("host"), h.get("origin"), h.get("referer")))
+        throw forbidden("The request's Origin does not match the host it was sent to.");
       const { email, password } = readSignIn(req.body);
       const at = deps.clock.now();
       const retryAfter = attempts.take(email, req.ip, at);

@@ -1,23 +1,23 @@
-import type { Pool } from "../storage/sql.js";
+import type { InvalidationKind } from "../cache/invalidation.js";
 import { Invalidations } from "../cache/invalidation.js";
 import { RecordCache } from "../cache/verification-cache.js";
-import { systemClock, type Clock } from "../domain/clock.js";
-import type { InvalidationKind } from "../cache/invalidation.js";
 import type { Logger } from "../core/logger.js";
+import { type KeyRecord, keyRecordSize } from "../core/records.js";
+import { type Clock, systemClock } from "../domain/clock.js";
 import type { Deps } from "../domain/deps.js";
-import { keyRecordSize, type KeyRecord } from "../core/records.js";
+import { CreditSpender } from "../domain/keys/credits.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
 import { VerificationCounts } from "../domain/keys/verification-counts.js";
-import { CreditSpender } from "../domain/keys/credits.js";
-import { MemoryLimiter, type Limiter } from "../storage/memory-limiter.js";
 import { touchKeys } from "../storage/keys.js";
-import { addVerificationCounts, sweepVerificationUsage } from "../storage/usage.js";
-import { observeStatements } from "../storage/sql.js";
-import { metricsOf } from "../transport/metrics.js";
-import { RedisLimiter } from "../storage/redis-limiter.js";
+import { type Limiter, MemoryLimiter } from "../storage/memory-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
+import { RedisLimiter } from "../storage/redis-limiter.js";
 import { type RootKeyRecord, touchRootKeys } from "../storage/root-keys.js";
+import type { Pool } from "../storage/sql.js";
+import { observeStatements } from "../storage/sql.js";
+import { addVerificationCounts, sweepVerificationUsage } from "../storage/usage.js";
 import { DatabaseVault } from "../storage/vault.js";
+import { metricsOf } from "../transport/metrics.js";
 import type { Config } from "./config.js";
 import { loadKeyring } from "./encryption-key.js";
 
@@ -39,7 +39,10 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     negativeTtlMs: 2_000,
   };
   const keyCache = new RecordCache<KeyRecord>(cacheOpts, keyRecordSize);
-  const rootKeyCache = new RecordCache<RootKeyRecord>({ ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 }, (r) => 200 + r.permissions.join().length);
+  const rootKeyCache = new RecordCache<RootKeyRecord>(
+    { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 },
+    (r) => 200 + r.permissions.join().length,
+  );
   const namespaceCache = new RecordCache<NamespaceRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (n) => 200 + n.name.length);
   const overrideCache = new RecordCache<{ rows: OverrideRow[] }>(
     { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 },
@@ -70,9 +73,15 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       if (!stale) c.clear();
     }
   });
-  const usage = new UsageRecorder((batch) => touchKeys(pool, batch), (err) => log.warn({ err }, "could not record key usage"));
+  const usage = new UsageRecorder(
+    (batch) => touchKeys(pool, batch),
+    (err) => log.warn({ err }, "could not record key usage"),
+  );
   usage.start();
-  const rootKeyUsage = new UsageRecorder((batch) => touchRootKeys(pool, batch), (err) => log.warn({ err }, "could not record root key usage"));
+  const rootKeyUsage = new UsageRecorder(
+    (batch) => touchRootKeys(pool, batch),
+    (err) => log.warn({ err }, "could not record root key usage"),
+  );
   rootKeyUsage.start();
   const counts = new VerificationCounts(
     (rows) => addVerificationCounts(pool, rows),
@@ -88,13 +97,8 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   sweepUsage.unref();
   // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
   const limiter: Limiter =
-    config.redisUrl !== undefined
-      ? new RedisLimiter({ url: config.redisUrl, log, whenDown: config.ratelimitWhenRedisDown })
-      : new MemoryLimiter();
-  const degraded = (): string[] => [
-    ...(limiter.degraded?.() === true ? ["redis"] : []),
-    ...(invalidations.stale ? ["invalidation-log"] : []),
-  ];
+    config.redisUrl !== undefined ? new RedisLimiter({ url: config.redisUrl, log, whenDown: config.ratelimitWhenRedisDown }) : new MemoryLimiter();
+  const degraded = (): string[] => [...(limiter.degraded?.() === true ? ["redis"] : []), ...(invalidations.stale ? ["invalidation-log"] : [])];
   const deps: Deps = {
     pool,
     clock,

@@ -1,9 +1,10 @@
 // The key-encryption keys, from the configuration. Outside production an unset
 // KEYHOLD_ENCRYPTION_KEY falls back to a key kept (mode 0600) under .keyhold/, said
 // once at warn; in production loadConfig has already refused to start without it.
+
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
 import type { Logger } from "../core/logger.js";
 import { stateDir } from "../paths.js";
 import { Keyring } from "../storage/vault.js";

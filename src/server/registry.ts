@@ -4,14 +4,14 @@ import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { withIdempotency } from "../services/idempotency.js";
-import { metricsOf } from "../transport/metrics.js";
 import { apisService } from "../services/apis.js";
+import { withIdempotency } from "../services/idempotency.js";
 import { identitiesService } from "../services/identities.js";
 import { keysService } from "../services/keys.js";
 import { permissionsService } from "../services/permissions.js";
 import { ratelimitService } from "../services/ratelimit.js";
 import type { ServiceEntry } from "../services/types.js";
+import { metricsOf } from "../transport/metrics.js";
 
 /** keys.verifyKey's outcome codes, counted for /metrics whichever door the call came through. */
 function countingOutcomes(deps: Deps, ops: ReturnType<typeof keysService>): ReturnType<typeof keysService> {

@@ -2,7 +2,7 @@
 // session may call, on the generated message types. Each one maps its message
 // onto the same domain operations the CLI and the v2 API use; every workspace
 // named in a request is first checked against the operator's memberships.
-import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
+import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { listWorkspaceApis } from "../domain/apis/apis.js";
 import { issueRootKey, listRootKeys, revokeRootKey } from "../domain/auth/root-keys.js";
 import type { Deps } from "../domain/deps.js";
@@ -100,7 +100,11 @@ export function dashboardService(deps: Deps): DashboardOps {
     async searchKeys(req, operatorId) {
       const workspaceId = await member(operatorId, req.workspaceId);
       // As keys.listKeys would answer this operator in the workspace (their grants there are `*`).
-      const found = await searchKeys(deps, operatorPrincipal(operatorId, workspaceId), { apiId: req.apiId, query: req.query, limit: req.limit === 0 ? undefined : req.limit });
+      const found = await searchKeys(deps, operatorPrincipal(operatorId, workspaceId), {
+        apiId: req.apiId,
+        query: req.query,
+        limit: req.limit === 0 ? undefined : req.limit,
+      });
       return { keys: found.keys.map(toKeyResponse), hasMore: found.more };
     },
   };

@@ -7,8 +7,11 @@
 // are stored encrypted by the workspace's data key: a createKey answer holds the
 // new plaintext key. Only successes are kept: a request that failed changed
 // nothing, so its retry simply runs.
-import { create, type DescMessage, type DescService, fromBinary, type JsonValue, toBinary, toJson } from "@bufbuild/protobuf";
+
 import { hash } from "node:crypto";
+import { create, type DescMessage, type DescService, fromBinary, type JsonValue, toBinary, toJson } from "@bufbuild/protobuf";
+import { AppError, invalidInput } from "../core/errors.js";
+import type { Deps } from "../domain/deps.js";
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -18,8 +21,6 @@ import {
   sweepIdempotencyRecords,
 } from "../storage/idempotency.js";
 import type { Call, ServiceEntry } from "./types.js";
-import type { Deps } from "../domain/deps.js";
-import { AppError, invalidInput } from "../core/errors.js";
 
 /** Operations that change nothing: the header is accepted and has no effect. */
 export const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) || method === "whoami";

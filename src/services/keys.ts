@@ -1,20 +1,13 @@
 import type { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import type { Deps } from "../domain/deps.js";
+import { addPermissions, addRoles, removePermissions, removeRoles, setPermissions, setRoles } from "../domain/keys/grants.js";
 import { createKey, deleteKey, getKey, listKeys, whoami } from "../domain/keys/keys.js";
-import { verifyKey } from "../domain/keys/verify.js";
 import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
-import { migrateKeysOp } from "./key-migrations.js";
+import { verifyKey } from "../domain/keys/verify.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
+import { migrateKeysOp } from "./key-migrations.js";
 import { toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
-import {
-  addPermissions,
-  addRoles,
-  removePermissions,
-  removeRoles,
-  setPermissions,
-  setRoles,
-} from "../domain/keys/grants.js";
 
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {

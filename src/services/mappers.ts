@@ -9,10 +9,10 @@ import type {
   PermissionSchema,
   RoleSchema,
 } from "../../gen/keyhold/v2/resources_pb.js";
-import type { PermissionRow, RoleRow } from "../storage/rbac.js";
-import type { KeyView } from "../domain/keys/keys.js";
-import { big } from "./convert.js";
 import type { IdentityRecord, RatelimitConfig } from "../core/records.js";
+import type { KeyView } from "../domain/keys/keys.js";
+import type { PermissionRow, RoleRow } from "../storage/rbac.js";
+import { big } from "./convert.js";
 
 type Init<T extends Parameters<typeof import("@bufbuild/protobuf").create>[0]> = MessageInitShape<T>;
 
@@ -30,7 +30,13 @@ export function toCredits(remaining: number | undefined, refill: { amount: numbe
     ...(remaining === undefined ? {} : { remaining: big(remaining) }),
     ...(refill === undefined
       ? {}
-      : { refill: { interval: refill.day === undefined ? "daily" : "monthly", amount: big(refill.amount), ...(refill.day === undefined ? {} : { refillDay: refill.day }) } }),
+      : {
+          refill: {
+            interval: refill.day === undefined ? "daily" : "monthly",
+            amount: big(refill.amount),
+            ...(refill.day === undefined ? {} : { refillDay: refill.day }),
+          },
+        }),
   };
 }
 

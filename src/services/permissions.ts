@@ -7,8 +7,7 @@ import type { Operations } from "./types.js";
 
 export function permissionsService(deps: Deps): Operations<typeof PermissionsService> {
   return {
-    createPermission: (req, { principal }) =>
-      createPermission(deps, principal, { name: req.name, slug: req.slug, description: req.description }),
+    createPermission: (req, { principal }) => createPermission(deps, principal, { name: req.name, slug: req.slug, description: req.description }),
     getPermission: async (req, { principal }) => ({ permission: toPermission(await getPermission(deps, principal, { permission: req.permission })) }),
     async listPermissions(req, { principal }) {
       const page = await listPermissions(deps, principal, { limit: req.limit, cursor: req.cursor, search: req.search });
@@ -18,8 +17,7 @@ export function permissionsService(deps: Deps): Operations<typeof PermissionsSer
       await deletePermission(deps, principal, { permission: req.permission });
       return {};
     },
-    createRole: (req, { principal }) =>
-      createRole(deps, principal, { name: req.name, description: req.description, permissions: req.permissions }),
+    createRole: (req, { principal }) => createRole(deps, principal, { name: req.name, description: req.description, permissions: req.permissions }),
     getRole: async (req, { principal }) => ({ role: toRole(await getRole(deps, principal, { role: req.role })) }),
     async listRoles(req, { principal }) {
       const page = await listRoles(deps, principal, { limit: req.limit, cursor: req.cursor, search: req.search });

@@ -11,15 +11,8 @@ export interface ApiRow {
   defaultBytes: number | undefined;
 }
 
-export async function insertApi(
-  db: Queryable,
-  a: { id: string; keyAuthId: string; workspaceId: string; name: string; now: number },
-): Promise<void> {
-  await exec(db, "INSERT INTO key_auth (id, workspace_id, store_encrypted_keys, created_at_m) VALUES (?, ?, TRUE, ?)", [
-    a.keyAuthId,
-    a.workspaceId,
-    a.now,
-  ]);
+export async function insertApi(db: Queryable, a: { id: string; keyAuthId: string; workspaceId: string; name: string; now: number }): Promise<void> {
+  await exec(db, "INSERT INTO key_auth (id, workspace_id, store_encrypted_keys, created_at_m) VALUES (?, ?, TRUE, ?)", [a.keyAuthId, a.workspaceId, a.now]);
   await exec(db, "INSERT INTO apis (id, workspace_id, name, key_auth_id, created_at_m) VALUES (?, ?, ?, ?, ?)", [
     a.id,
     a.workspaceId,
@@ -54,10 +47,6 @@ export async function findLiveApi(db: Queryable, workspaceId: string, apiId: str
 
 /** Soft delete; false when it was not live (a concurrent delete). */
 export async function softDeleteApi(db: Queryable, workspaceId: string, apiId: string, now: number): Promise<boolean> {
-  const r = await exec(db, "UPDATE apis SET deleted_at_m = ? WHERE id = ? AND workspace_id = ? AND deleted_at_m IS NULL", [
-    now,
-    apiId,
-    workspaceId,
-  ]);
+  const r = await exec(db, "UPDATE apis SET deleted_at_m = ? WHERE id = ? AND workspace_id = ? AND deleted_at_m IS NULL", [now, apiId, workspaceId]);
   return r.affectedRows === 1;
 }

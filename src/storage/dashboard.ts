@@ -2,8 +2,8 @@
 // workspace's APIs, and its root keys with their labels.
 import { newId } from "../core/ids.js";
 import { linkWorkspace, type OperatorWorkspace } from "./operators.js";
-import { exec, isDuplicateKey, one, optNum, rows, type Queryable } from "./sql.js";
 import type { Pool } from "./sql.js";
+import { exec, isDuplicateKey, type Queryable, rows } from "./sql.js";
 
 export class WorkspaceNameTaken extends Error {}
 
@@ -48,7 +48,9 @@ export interface NamespaceListing {
 }
 
 export async function listLiveNamespaces(db: Queryable, workspaceId: string): Promise<NamespaceListing[]> {
-  const rs = await rows(db, "SELECT id, name, created_at_m FROM ratelimit_namespaces WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id", [workspaceId]);
+  const rs = await rows(db, "SELECT id, name, created_at_m FROM ratelimit_namespaces WHERE workspace_id = ? AND deleted_at_m IS NULL ORDER BY id", [
+    workspaceId,
+  ]);
   return rs.map((r) => ({ id: String(r.id), name: String(r.name), createdAt: Number(r.created_at_m) }));
 }
 

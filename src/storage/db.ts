@@ -116,7 +116,10 @@ export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTim
   const lockWaitSeconds = Math.max(1, Math.floor(timeouts.queryTimeoutMs / 2_000));
   pool.on("connection", (conn) => {
     watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs);
-    (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(`SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`, () => undefined);
+    (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(
+      `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`,
+      () => undefined,
+    );
   });
   return {
     pool,
@@ -188,7 +191,10 @@ export async function migrate(pool: Pool, log: Log): Promise<string[]> {
       );
       const [rows] = await conn.query("SELECT version FROM schema_migrations");
       const done = new Set((rows as Array<{ version: string }>).map((r) => r.version));
-      const files = fs.readdirSync(migrationsDir).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+      const files = fs
+        .readdirSync(migrationsDir)
+        .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+        .sort();
       for (const file of files) {
         const version = file.replace(/\.sql$/, "");
         if (done.has(version)) continue;

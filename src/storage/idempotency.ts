@@ -44,7 +44,8 @@ export async function findIdempotencyRecord(db: Queryable, s: IdempotencyScope, 
     now,
   ]);
   if (r === undefined) return undefined;
-  const response = r.response === null || r.encryption_key_id === null ? undefined : { encrypted: String(r.response), encryptionKeyId: String(r.encryption_key_id) };
+  const response =
+    r.response === null || r.encryption_key_id === null ? undefined : { encrypted: String(r.response), encryptionKeyId: String(r.encryption_key_id) };
   return { operation: String(r.operation), requestHash: String(r.request_hash), done: Number(r.state) === 1, response };
 }
 

@@ -19,7 +19,6 @@ function parseMeta(text: string | undefined): Record<string, unknown> | undefine
   return Object.keys(meta).length > 0 ? meta : undefined;
 }
 
-
 async function withRatelimits(db: Queryable, base: Row[]): Promise<IdentityRow[]> {
   if (base.length === 0) return [];
   const ids = base.map((r) => String(r.id));
@@ -43,10 +42,7 @@ async function withRatelimits(db: Queryable, base: Row[]): Promise<IdentityRow[]
 /** Thrown by insertIdentity when a live identity already has the externalId. */
 export class DuplicateExternalId extends Error {}
 
-export async function insertIdentity(
-  db: Queryable,
-  i: { id: string; workspaceId: string; externalId: string; meta: string; now: number },
-): Promise<void> {
+export async function insertIdentity(db: Queryable, i: { id: string; workspaceId: string; externalId: string; meta: string; now: number }): Promise<void> {
   try {
     await exec(db, "INSERT INTO identities (id, workspace_id, external_id, meta, deleted, created_at_m) VALUES (?, ?, ?, ?, 0, ?)", [
       i.id,

@@ -19,7 +19,10 @@ export async function lastInvalidationPk(db: Queryable): Promise<number> {
 
 /** Rows after `afterPk`, and every row written since `since` again (see the caller for why), oldest first. */
 export async function listInvalidations(db: Queryable, afterPk: number, since: number, limit: number): Promise<InvalidationRow[]> {
-  const rs = await rows(db, `SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? OR created_at_m >= ? ORDER BY pk LIMIT ${limit}`, [afterPk, since]);
+  const rs = await rows(db, `SELECT pk, kind, cache_key FROM cache_invalidations WHERE pk > ? OR created_at_m >= ? ORDER BY pk LIMIT ${limit}`, [
+    afterPk,
+    since,
+  ]);
   return rs.map((r) => ({ pk: Number(r.pk), kind: String(r.kind), cacheKey: String(r.cache_key) }));
 }
 

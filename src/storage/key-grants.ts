@@ -23,10 +23,7 @@ export async function lockLiveKey(db: Queryable, keyId: string): Promise<boolean
 export async function missingPermissionSlugs(db: Queryable, workspaceId: string, slugs: readonly string[]): Promise<string[]> {
   const unique = [...new Set(slugs)];
   if (unique.length === 0) return [];
-  const found = await rows(db, `SELECT slug FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(unique.length)})`, [
-    workspaceId,
-    ...unique,
-  ]);
+  const found = await rows(db, `SELECT slug FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(unique.length)})`, [workspaceId, ...unique]);
   const have = new Set(found.map((r) => String(r.slug)));
   return unique.filter((s) => !have.has(s));
 }
@@ -88,18 +85,13 @@ export async function listKeyPermissions(db: Queryable, keyId: string): Promise<
  * be deleted before it is attached; the first name (in request order) that
  * names no role is returned separately.
  */
-export async function lockRolesByName(
-  db: Queryable,
-  workspaceId: string,
-  names: readonly string[],
-): Promise<{ ids: string[]; missing: string | undefined }> {
+export async function lockRolesByName(db: Queryable, workspaceId: string, names: readonly string[]): Promise<{ ids: string[]; missing: string | undefined }> {
   const unique = [...new Set(names)];
   if (unique.length === 0) return { ids: [], missing: undefined };
-  const found = await rows(
-    db,
-    `SELECT id, name FROM roles WHERE workspace_id = ? AND name IN (${placeholders(unique.length)}) LOCK IN SHARE MODE`,
-    [workspaceId, ...unique],
-  );
+  const found = await rows(db, `SELECT id, name FROM roles WHERE workspace_id = ? AND name IN (${placeholders(unique.length)}) LOCK IN SHARE MODE`, [
+    workspaceId,
+    ...unique,
+  ]);
   // The collation ignores trailing spaces: `admin ` finds `admin`, which is not the role asked for.
   const byName = new Map(found.map((r) => [String(r.name), String(r.id)]));
   const missing = unique.find((n) => !byName.has(n));

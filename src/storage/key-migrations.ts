@@ -18,12 +18,7 @@ export async function insertKeyMigration(
   db: Queryable,
   m: { id: string; workspaceId: string; algorithm: MigrationAlgorithm; createdAt: number },
 ): Promise<void> {
-  await exec(db, "INSERT INTO key_migrations (id, workspace_id, algorithm, created_at_m) VALUES (?, ?, ?, ?)", [
-    m.id,
-    m.workspaceId,
-    m.algorithm,
-    m.createdAt,
-  ]);
+  await exec(db, "INSERT INTO key_migrations (id, workspace_id, algorithm, created_at_m) VALUES (?, ?, ?, ?)", [m.id, m.workspaceId, m.algorithm, m.createdAt]);
 }
 
 /** A migration of the workspace; another workspace's migration is not found. */
@@ -76,7 +71,15 @@ async function ensureNamed(
   const missing = unique.filter((n) => !ids.has(n));
   if (missing.length === 0) return ids;
   await inChunks(missing, CHUNK, async (chunk) => {
-    const values = chunk.map((n) => `(${t.row(n).map(() => "?").join(", ")})`).join(", ");
+    const values = chunk
+      .map(
+        (n) =>
+          `(${t
+            .row(n)
+            .map(() => "?")
+            .join(", ")})`,
+      )
+      .join(", ");
     await retryingDeadlocks(() => exec(db, `${t.insert} VALUES ${values}`, chunk.flatMap(t.row)));
     await read(chunk);
   });
@@ -225,8 +228,16 @@ export async function insertKeyRelations(db: Queryable, workspaceId: string, key
         chunk.flatMap(([keyId, id]) => [keyId, id, workspaceId, now]),
       ),
     );
-  await links("keys_permissions", "permission_id", keys.flatMap((k) => k.permissionIds.map((p): [string, string] => [k.id, p])));
-  await links("keys_roles", "role_id", keys.flatMap((k) => k.roleIds.map((r): [string, string] => [k.id, r])));
+  await links(
+    "keys_permissions",
+    "permission_id",
+    keys.flatMap((k) => k.permissionIds.map((p): [string, string] => [k.id, p])),
+  );
+  await links(
+    "keys_roles",
+    "role_id",
+    keys.flatMap((k) => k.roleIds.map((r): [string, string] => [k.id, r])),
+  );
 }
 
 /** A live key of a live API waiting for its first verification under this migration, by its imported hash. */
@@ -254,11 +265,13 @@ export async function completeKeyMigration(
   db: Queryable,
   k: { id: string; migrationId: string; importedHash: string; hash: string; start: string },
 ): Promise<boolean> {
-  const r = await exec(
-    db,
-    "UPDATE `keys` SET hash = ?, start = ?, pending_migration_id = NULL WHERE id = ? AND hash = ? AND pending_migration_id = ?",
-    [k.hash, k.start, k.id, k.importedHash, k.migrationId],
-  );
+  const r = await exec(db, "UPDATE `keys` SET hash = ?, start = ?, pending_migration_id = NULL WHERE id = ? AND hash = ? AND pending_migration_id = ?", [
+    k.hash,
+    k.start,
+    k.id,
+    k.importedHash,
+    k.migrationId,
+  ]);
   return r.affectedRows === 1;
 }
 

@@ -1,5 +1,5 @@
-import type { RatelimitConfig } from "../core/records.js";
 import { newId } from "../core/ids.js";
+import type { RatelimitConfig } from "../core/records.js";
 import { exec, placeholders, type Queryable, rows } from "./sql.js";
 
 /** Sets the given columns of a key (names are fixed by the caller, never from input). */
@@ -60,9 +60,7 @@ export async function changeCredits(
   max: number,
 ): Promise<{ found: boolean; remaining: number | undefined }> {
   const expr =
-    op === "increment"
-      ? "LAST_INSERT_ID(LEAST(remaining_requests + ?, ?))"
-      : "LAST_INSERT_ID(IF(remaining_requests > ?, remaining_requests - ?, 0))";
+    op === "increment" ? "LAST_INSERT_ID(LEAST(remaining_requests + ?, ?))" : "LAST_INSERT_ID(IF(remaining_requests > ?, remaining_requests - ?, 0))";
   const params = op === "increment" ? [value, max, keyId] : [value, value, keyId];
   const r = await exec(db, `UPDATE \`keys\` SET remaining_requests = ${expr} WHERE id = ? AND remaining_requests IS NOT NULL`, params);
   if (r.affectedRows === 1 || r.changedRows === 1) return { found: true, remaining: Number(r.insertId) };
@@ -83,10 +81,15 @@ export async function copyKeyRelations(db: Queryable, from: string, to: string, 
   ]);
   const limits = await rows(db, "SELECT name, `limit`, duration, auto_apply FROM ratelimits WHERE key_id = ?", [from]);
   for (const l of limits) {
-    await exec(
-      db,
-      "INSERT INTO ratelimits (id, workspace_id, name, key_id, `limit`, duration, auto_apply, created_at_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      [newId("rl", now), workspaceId, String(l.name), to, Number(l.limit), Number(l.duration), Boolean(l.auto_apply), now],
-    );
+    await exec(db, "INSERT INTO ratelimits (id, workspace_id, name, key_id, `limit`, duration, auto_apply, created_at_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+      newId("rl", now),
+      workspaceId,
+      String(l.name),
+      to,
+      Number(l.limit),
+      Number(l.duration),
+      Boolean(l.auto_apply),
+      now,
+    ]);
   }
 }

@@ -67,17 +67,7 @@ export async function insertRatelimits(
 ): Promise<void> {
   if (limits.length === 0) return;
   const values = limits.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
-  const params = limits.flatMap((l) => [
-    l.id,
-    owner.workspaceId,
-    l.name,
-    owner.keyId ?? null,
-    owner.identityId ?? null,
-    l.limit,
-    l.duration,
-    l.autoApply,
-    now,
-  ]);
+  const params = limits.flatMap((l) => [l.id, owner.workspaceId, l.name, owner.keyId ?? null, owner.identityId ?? null, l.limit, l.duration, l.autoApply, now]);
   await exec(
     db,
     `INSERT INTO ratelimits (id, workspace_id, name, key_id, identity_id, \`limit\`, duration, auto_apply, created_at_m) VALUES ${values}`,
@@ -190,10 +180,7 @@ export async function findLiveKeysByHashes(db: Queryable, hashes: readonly strin
 
 /** A live key of a live API of this workspace, by id. */
 export async function findLiveKeyById(db: Queryable, workspaceId: string, keyId: string): Promise<KeyDetails | undefined> {
-  const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.id = ? AND k.workspace_id = ? AND k.deleted_at_m IS NULL`, [
-    keyId,
-    workspaceId,
-  ]);
+  const r = await one(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.id = ? AND k.workspace_id = ? AND k.deleted_at_m IS NULL`, [keyId, workspaceId]);
   if (!r) return undefined;
   return (await withRelations(db, [toDetails(r)]))[0];
 }
@@ -253,11 +240,11 @@ export async function searchLiveKeys(
  * back in the same statement on MySQL and MariaDB alike.
  */
 export async function spendCredits(db: Queryable, keyId: string, cost: number): Promise<{ ok: boolean; remaining: number | undefined }> {
-  const r = await exec(
-    db,
-    "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?",
-    [cost, keyId, cost],
-  );
+  const r = await exec(db, "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?", [
+    cost,
+    keyId,
+    cost,
+  ]);
   if (r.affectedRows === 1) return { ok: true, remaining: Number(r.insertId) };
   const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
   return { ok: false, remaining: optNum(cur?.remaining_requests) };

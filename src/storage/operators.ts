@@ -2,7 +2,7 @@
 // (migration 0006). Sessions are found by the SHA-256 of their token only.
 import { randomBytes } from "node:crypto";
 import bs58 from "bs58";
-import { exec, isDuplicateKey, one, rows, type Queryable } from "./sql.js";
+import { exec, isDuplicateKey, one, type Queryable, rows } from "./sql.js";
 
 export interface OperatorRow {
   id: string;

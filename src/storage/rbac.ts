@@ -5,8 +5,9 @@
 // The tables use utf8mb4_bin, which compares case-sensitively but ignores
 // trailing spaces: a lookup by name or id is therefore re-checked exactly in
 // JS, so `admin ` never finds the role `admin`.
-import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, retryingDeadlocks, type Row, rows } from "./sql.js";
+
 import { lockExisting } from "./relations.js";
+import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows } from "./sql.js";
 
 export interface PermissionRow {
   id: string;
@@ -53,7 +54,13 @@ const toPermission = (r: Row): PermissionRow => ({
 const likeLiteral = (s: string): string => s.replace(/[!%_]/g, (c) => `!${c}`);
 
 /** One page in id order: `where` plus the cursor and a case-insensitive search over `searchColumns`. */
-async function page(db: Queryable, table: string, columns: string, searchColumns: readonly string[], q: PageQuery): Promise<{ rows: Row[]; next: string | undefined }> {
+async function page(
+  db: Queryable,
+  table: string,
+  columns: string,
+  searchColumns: readonly string[],
+  q: PageQuery,
+): Promise<{ rows: Row[]; next: string | undefined }> {
   const where = ["workspace_id = ?"];
   const params: string[] = [q.workspaceId];
   if (q.cursor !== undefined) {
@@ -74,7 +81,6 @@ async function page(db: Queryable, table: string, columns: string, searchColumns
 const exactly = (found: Row[], column: string, ref: string): Row | undefined =>
   found.find((r) => String(r.id) === ref) ?? found.find((r) => String(r[column]) === ref);
 
-
 // ---------------------------------------------------------------------------
 // Permissions
 
@@ -86,14 +92,16 @@ export async function insertPermission(
   p: { id: string; workspaceId: string; name: string; slug: string; description: string | undefined; now: number },
 ): Promise<void> {
   try {
-    await retryingDeadlocks(() => exec(db, "INSERT INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES (?, ?, ?, ?, ?, ?)", [
-      p.id,
-      p.workspaceId,
-      p.name,
-      p.slug,
-      p.description ?? null,
-      p.now,
-    ]));
+    await retryingDeadlocks(() =>
+      exec(db, "INSERT INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES (?, ?, ?, ?, ?, ?)", [
+        p.id,
+        p.workspaceId,
+        p.name,
+        p.slug,
+        p.description ?? null,
+        p.now,
+      ]),
+    );
   } catch (err) {
     if (isDuplicateKey(err) && String((err as Error).message).includes("permissions_slug")) throw new DuplicatePermissionSlug();
     throw err;
@@ -102,23 +110,15 @@ export async function insertPermission(
 
 /** The permission of this workspace whose id or slug is `ref`; an id match wins (a slug may look like an id). */
 export async function findPermission(db: Queryable, workspaceId: string, ref: string): Promise<PermissionRow | undefined> {
-  const found = await rows(db, `SELECT ${PERMISSION_COLUMNS} FROM permissions WHERE workspace_id = ? AND (id = ? OR slug = ?)`, [
-    workspaceId,
-    ref,
-    ref,
-  ]);
+  const found = await rows(db, `SELECT ${PERMISSION_COLUMNS} FROM permissions WHERE workspace_id = ? AND (id = ? OR slug = ?)`, [workspaceId, ref, ref]);
   const row = exactly(found, "slug", ref);
   return row ? toPermission(row) : undefined;
 }
 
-
 /** Which of these slugs already exist in the workspace. */
 export async function existingSlugs(db: Queryable, workspaceId: string, slugs: readonly string[]): Promise<Set<string>> {
   if (slugs.length === 0) return new Set();
-  const found = await rows(db, `SELECT slug FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(slugs.length)})`, [
-    workspaceId,
-    ...slugs,
-  ]);
+  const found = await rows(db, `SELECT slug FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(slugs.length)})`, [workspaceId, ...slugs]);
   return new Set(found.map((r) => String(r.slug)));
 }
 

@@ -1,12 +1,12 @@
 // RedisLimiter against a real Redis (the one the test setup found or started:
 // TEST_REDIS_URL, 127.0.0.1:6379, or a private redis-server); every test uses its own random key prefix. The recovery test
 // starts a private redis-server on a free port and kills it.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { MemoryLimiter, type LimitCheck, type Limiter } from "./memory-limiter.js";
 import type { Logger } from "../core/logger.js";
+import { type LimitCheck, type Limiter, MemoryLimiter } from "./memory-limiter.js";
 import { RedisLimiter, type RedisLimiterOptions } from "./redis-limiter.js";
 
 const URL = inject("redisUrl");
@@ -144,7 +144,10 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     expect(await passes(l, 6, chk("a", 5), T0)).toBe(5);
     // A passing batch consumes every counter.
     const ok = await l.check([chk("c", 3), chk("d", 3, 2)], T0);
-    expect(ok.map((x) => [x.passed, x.remaining])).toEqual([[true, 2], [true, 1]]);
+    expect(ok.map((x) => [x.passed, x.remaining])).toEqual([
+      [true, 2],
+      [true, 1],
+    ]);
   });
 
   it("counts the earlier checks' cost when one counter is named twice in a batch", async () => {
@@ -158,7 +161,10 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
       const two = [chk("t", 5, 2), chk("t", 5, 3)];
       const r2 = await l.check(two, T0);
       expect(r2).toEqual(await m.check(two, T0));
-      expect(r2.map((x) => [x.passed, x.remaining])).toEqual([[true, 3], [true, 0]]);
+      expect(r2.map((x) => [x.passed, x.remaining])).toEqual([
+        [true, 3],
+        [true, 0],
+      ]);
       expect((await l.check([chk("t", 5)], T0))[0]!.passed).toBe(false);
     } finally {
       await m.close();
@@ -255,7 +261,6 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     expect(log.lines.filter((x) => x.level === "info")).toHaveLength(1);
     expect(log.lines.filter((x) => x.level === "warn")).toHaveLength(1);
   }, 30_000);
-
 });
 
 function freePort(): Promise<number> {

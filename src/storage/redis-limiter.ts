@@ -17,7 +17,7 @@
 
 import { Redis } from "ioredis";
 import type { Logger } from "../core/logger.js";
-import { MemoryLimiter, type LimitCheck, type Limiter, type LimitResult } from "./memory-limiter.js";
+import { type LimitCheck, type Limiter, type LimitResult, MemoryLimiter } from "./memory-limiter.js";
 
 export type WhenRedisDown = "local" | "open" | "closed";
 

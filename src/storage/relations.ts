@@ -56,17 +56,10 @@ export async function ensurePermissions(db: Queryable, workspaceId: string, slug
 }
 
 /** Ids of these role names; the first missing name is returned separately. */
-export async function findRoles(
-  db: Queryable,
-  workspaceId: string,
-  names: readonly string[],
-): Promise<{ ids: string[]; missing: string | undefined }> {
+export async function findRoles(db: Queryable, workspaceId: string, names: readonly string[]): Promise<{ ids: string[]; missing: string | undefined }> {
   const unique = [...new Set(names)];
   if (unique.length === 0) return { ids: [], missing: undefined };
-  const found = await rows(db, `SELECT id, name FROM roles WHERE workspace_id = ? AND name IN (${placeholders(unique.length)})`, [
-    workspaceId,
-    ...unique,
-  ]);
+  const found = await rows(db, `SELECT id, name FROM roles WHERE workspace_id = ? AND name IN (${placeholders(unique.length)})`, [workspaceId, ...unique]);
   const byName = new Map(found.map((r) => [String(r.name), String(r.id)]));
   return { ids: [...byName.values()], missing: unique.find((n) => !byName.has(n)) };
 }

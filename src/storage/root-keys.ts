@@ -1,4 +1,4 @@
-import { exec, one, optNum, placeholders, rows, type Queryable } from "./sql.js";
+import { exec, one, optNum, placeholders, type Queryable, rows } from "./sql.js";
 
 export interface RootKeyRecord {
   id: string;
@@ -13,11 +13,15 @@ export async function insertRootKey(
   db: Queryable,
   r: { id: string; workspaceId: string; hash: string; start: string; name: string | null; permissions: string[]; now: number },
 ): Promise<void> {
-  await exec(
-    db,
-    "INSERT INTO root_keys (id, workspace_id, hash, start, name, permissions, enabled, created_at_m) VALUES (?, ?, ?, ?, ?, ?, TRUE, ?)",
-    [r.id, r.workspaceId, r.hash, r.start, r.name, JSON.stringify(r.permissions), r.now],
-  );
+  await exec(db, "INSERT INTO root_keys (id, workspace_id, hash, start, name, permissions, enabled, created_at_m) VALUES (?, ?, ?, ?, ?, ?, TRUE, ?)", [
+    r.id,
+    r.workspaceId,
+    r.hash,
+    r.start,
+    r.name,
+    JSON.stringify(r.permissions),
+    r.now,
+  ]);
 }
 
 /** A live root key by hash, with its workspace's state. */

@@ -112,7 +112,18 @@ export const optStr = (v: unknown): string | undefined => (v === null || v === u
 // A row lock still held when innodb_lock_wait_timeout runs out (set per session
 // below the statement watchdog, see db.ts) and a deadlock that kept recurring are
 // "busy, try again" too: 503, not 500.
-const UNAVAILABLE = new Set(["ER_LOCK_WAIT_TIMEOUT", "ER_LOCK_DEADLOCK", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "PROTOCOL_CONNECTION_LOST", "ER_CON_COUNT_ERROR", "ER_SERVER_SHUTDOWN", "ENOTFOUND"]);
+const UNAVAILABLE = new Set([
+  "ER_LOCK_WAIT_TIMEOUT",
+  "ER_LOCK_DEADLOCK",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "PROTOCOL_CONNECTION_LOST",
+  "ER_CON_COUNT_ERROR",
+  "ER_SERVER_SHUTDOWN",
+  "ENOTFOUND",
+]);
 
 /**
  * Whether an error means the database cannot be reached (a 503, not a bug). mysql2

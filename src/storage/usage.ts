@@ -1,7 +1,7 @@
 // Verification counts per (workspace, API, key, minute, outcome), written behind
 // by VerificationCounts (src/domain/keys/verification-counts.ts) and read for the usage charts.
 // See migrations/0005_verification_usage.sql.
-import { exec, retryingDeadlocks, rows, type Queryable } from "./sql.js";
+import { exec, type Queryable, retryingDeadlocks, rows } from "./sql.js";
 
 /** One row of verification counts: a minute of one outcome of one key (or of an API's or workspace's total). */
 export interface UsageCount {
@@ -52,9 +52,7 @@ export async function addVerificationCounts(db: Queryable, counts: UsageCount[])
 }
 
 function byPrimaryKey(a: UsageCount, b: UsageCount): number {
-  return (
-    cmp(a.workspaceId, b.workspaceId) || cmp(a.apiId, b.apiId) || cmp(a.keyId, b.keyId) || a.bucketStart - b.bucketStart || cmp(a.outcome, b.outcome)
-  );
+  return cmp(a.workspaceId, b.workspaceId) || cmp(a.apiId, b.apiId) || cmp(a.keyId, b.keyId) || a.bucketStart - b.bucketStart || cmp(a.outcome, b.outcome);
 }
 
 // Binary comparison, as the utf8mb4_bin columns compare.

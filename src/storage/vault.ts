@@ -9,10 +9,10 @@
 // which the retired ones can be dropped. The data keys themselves never change,
 // so ciphertexts are never re-encrypted.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import type { Pool } from "./sql.js";
-import type { Logger } from "../core/logger.js";
-import { newId } from "../core/ids.js";
 import { AppError } from "../core/errors.js";
+import { newId } from "../core/ids.js";
+import type { Logger } from "../core/logger.js";
+import type { Pool } from "./sql.js";
 import { exec, isDuplicateKey, one, rows } from "./sql.js";
 
 /** Encrypts recoverable keys at rest (implemented by PerWorkspaceVault below). */
@@ -212,7 +212,11 @@ export interface RewrapSummary {
  * ciphertext, stay the same), and each row is replaced only if it still holds what
  * was read, so concurrent runs cannot undo each other.
  */
-export async function rewrapDataKeys(pool: Pool, keyring: Keyring, onFailure: (row: { workspaceId: string; kekId: string | null }) => void): Promise<RewrapSummary> {
+export async function rewrapDataKeys(
+  pool: Pool,
+  keyring: Keyring,
+  onFailure: (row: { workspaceId: string; kekId: string | null }) => void,
+): Promise<RewrapSummary> {
   const summary: RewrapSummary = { kekId: keyring.current.id, rewrapped: 0, alreadyCurrent: 0, failed: 0 };
   for (let after = 0; ; ) {
     const batch = (await rows(pool, `${SELECT} WHERE pk > ? ORDER BY pk LIMIT 500`, [after])).map(toRow);

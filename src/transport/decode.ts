@@ -5,8 +5,8 @@
 // the restriction its caller meant. Undecodable bytes are the caller's mistake
 // (invalid_input naming `body`), never an internal error.
 import { isUtf8 } from "node:buffer";
-import { type DescField, type DescMessage, fromBinary, fromJson, type MessageShape } from "@bufbuild/protobuf";
 import type { UnknownField } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, fromBinary, fromJson, type MessageShape } from "@bufbuild/protobuf";
 import sjson from "secure-json-parse";
 import { AppError, type FieldError, invalidInput } from "../core/errors.js";
 
@@ -88,7 +88,9 @@ export function unknownJsonFields(desc: DescMessage, json: unknown, path = "", e
     const value = json[key];
     if (field.fieldKind === "message") unknownJsonFields(field.message, value, name, errors);
     else if (field.fieldKind === "list" && field.listKind === "message" && Array.isArray(value)) {
-      value.forEach((item, i) => unknownJsonFields(field.message, item, `${name}[${i}]`, errors));
+      value.forEach((item, i) => {
+        unknownJsonFields(field.message, item, `${name}[${i}]`, errors);
+      });
     } else if (field.fieldKind === "map" && field.mapKind === "message" && isObject(value)) {
       for (const k in value) unknownJsonFields(field.message, value[k], joinPath(name, k), errors);
     }
@@ -136,7 +138,7 @@ function nestedOf(desc: DescMessage): MessageFields {
 type Shape = Record<string, unknown> & { $unknown?: UnknownField[] };
 
 /** The value a field holds in a message shape (a oneof member lives under its oneof). */
-function valueOf(msg: Shape, f: DescField): unknown {
+function fieldValue(msg: Shape, f: DescField): unknown {
   if (f.oneof === undefined) return msg[f.localName];
   const o = msg[f.oneof.localName] as { case?: string; value?: unknown } | undefined;
   return o?.case === f.localName ? o.value : undefined;
@@ -154,12 +156,15 @@ export function unknownBinaryFields(desc: DescMessage, msg: Shape, path = "", er
     });
   }
   for (const f of nestedOf(desc).nested) {
-    const v = valueOf(msg, f);
+    const v = fieldValue(msg, f);
     if (v === undefined) continue;
     const name = joinPath(path, f.jsonName);
     const child = f.message as DescMessage;
     if (f.fieldKind === "message") unknownBinaryFields(child, v as Shape, name, errors);
-    else if (f.fieldKind === "list") (v as Shape[]).forEach((item, i) => unknownBinaryFields(child, item, `${name}[${i}]`, errors));
+    else if (f.fieldKind === "list")
+      (v as Shape[]).forEach((item, i) => {
+        unknownBinaryFields(child, item, `${name}[${i}]`, errors);
+      });
     else for (const k in v as Record<string, Shape>) unknownBinaryFields(child, (v as Record<string, Shape>)[k] as Shape, joinPath(name, k), errors);
   }
   return errors;

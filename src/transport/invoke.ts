@@ -3,14 +3,14 @@
 // failure comes back as a ConnectError carrying the ErrorDetail that the JSON
 // door's envelope carries, after the same redaction and the same logging.
 import type { ConnectError } from "@connectrpc/connect";
+import { AppError } from "../core/errors.js";
 import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
-import { AppError } from "../core/errors.js";
 import { toConnectError } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
-import { databaseUnavailableLog } from "./log-throttle.js";
 import type { Call } from "../services/types.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
+import { databaseUnavailableLog } from "./log-throttle.js";
 
 /**
  * Any failure of an RPC, as the ConnectError its caller gets: an AppError with

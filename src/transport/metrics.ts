@@ -3,12 +3,14 @@
 // database pool and statement latency, Redis state. Served at GET /metrics.
 // What the hot path pays: a cached counter child's inc() and one histogram
 // observe() per request; cache and pool figures are read only when scraped.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
 /** What the metrics read of a cache. */
 interface CacheFigures {
   readonly stats: { hits: number; misses: number; evictions: number };
   readonly size: number;
 }
+
 import type { Deps } from "../domain/deps.js";
 import type { VerificationCounts } from "../domain/keys/verification-counts.js";
 import { type Pool, poolFigures } from "../storage/db.js";
@@ -67,7 +69,8 @@ export class Metrics {
     if (c === undefined) this.requestCounts.set(key, { labels: { transport, operation, status: String(status) }, n: 1 });
     else c.n++;
     let h = this.latencies.get(lkey);
-    if (h === undefined) this.latencies.set(lkey, (h = { labels: { transport, operation }, buckets: new Array<number>(LATENCY_BUCKETS.length).fill(0), sum: 0, count: 0 }));
+    if (h === undefined)
+      this.latencies.set(lkey, (h = { labels: { transport, operation }, buckets: new Array<number>(LATENCY_BUCKETS.length).fill(0), sum: 0, count: 0 }));
     // Cumulative at scrape time; here only the first bucket the value fits in.
     let i = 0;
     while (i < LATENCY_BUCKETS.length && seconds > (LATENCY_BUCKETS[i] as number)) i++;

@@ -2,7 +2,7 @@
 // page that records every request to another host (aborting it) and every error.
 // Without Chromium the tests are skipped, saying so, except in CI where they fail.
 import { existsSync } from "node:fs";
-import { type Browser, chromium, type ConsoleMessage, type Page } from "playwright-core";
+import { type Browser, type ConsoleMessage, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -33,7 +33,15 @@ export async function openWatchedPage(origin: string, expected: (m: ConsoleMessa
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Without the background-networking switches Chromium calls Google by itself.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   const offHost: string[] = [];
   const errors: string[] = [];

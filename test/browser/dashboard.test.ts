@@ -20,18 +20,21 @@ import { useHarness } from "../harness.js";
 import { ensureBuilt, ROOT, type ServerProcess, startServer } from "../server-process.js";
 import { browserTestsRun, openWatchedPage, requireChromium } from "./chromium.js";
 
-
 const RESULTS = path.join(ROOT, "test-results");
 const PASSWORD = "a long enough dashboard passphrase";
 
 /** Runs `keyhold admin create` with the password piped in. */
 function createOperator(databaseUrl: string, email: string, workspace: string): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "bin/keyhold.js"), "admin", "create", "--email", email, "--workspace", workspace, "--password-stdin"], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" },
-      stdio: ["pipe", "ignore", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, "bin/keyhold.js"), "admin", "create", "--email", email, "--workspace", workspace, "--password-stdin"],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" },
+        stdio: ["pipe", "ignore", "pipe"],
+      },
+    );
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => {
       stderr += d.toString();
@@ -91,7 +94,10 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
   beforeAll(async () => {
     ensureBuilt();
     if (!existsSync(path.join(ROOT, "dist", "dashboard", "index.html"))) {
-      execFileSync(path.join(ROOT, "node_modules", ".bin", "vite"), ["build", "--config", "dashboard/vite.config.ts", "--logLevel", "warn"], { cwd: ROOT, stdio: "inherit" });
+      execFileSync(path.join(ROOT, "node_modules", ".bin", "vite"), ["build", "--config", "dashboard/vite.config.ts", "--logLevel", "warn"], {
+        cwd: ROOT,
+        stdio: "inherit",
+      });
     }
     const made = await createOperator(h.config.databaseUrl ?? "", email, uid("first_ws"));
     expect(made.code, made.stderr).toBe(0);
@@ -152,7 +158,10 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByRole("heading", { name: "APIs", level: 1 }).waitFor();
     await expect.poll(() => page.locator(".switcher select option:checked").textContent()).toBe(workspaceName);
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workspaces" }).click();
-    await page.getByRole("row", { name: new RegExp(workspaceName) }).getByText("Current").waitFor();
+    await page
+      .getByRole("row", { name: new RegExp(workspaceName) })
+      .getByText("Current")
+      .waitFor();
     await shot("workspaces");
   });
 
@@ -161,7 +170,10 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByText("No root keys in this workspace yet.").waitFor();
     await page.getByLabel("Name (optional)").fill("e2e");
     const picker = page.locator(".picker");
-    await picker.getByRole("group", { name: "APIs and their keys" }).getByRole("checkbox", { name: /^apis\.\* Every action/ }).check();
+    await picker
+      .getByRole("group", { name: "APIs and their keys" })
+      .getByRole("checkbox", { name: /^apis\.\* Every action/ })
+      .check();
     const rate = picker.getByRole("group", { name: "Rate limits" });
     await rate.getByRole("checkbox", { name: /^ratelimit\.\*\.limit / }).check();
     // A namespace is created by its first use: that is a grant of its own.
@@ -368,7 +380,11 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     // (The server answers 400 to such a path itself; the page meets one through history.)
     await page.evaluate(`history.pushState(null, "", "/dashboard/apis/%E0%A4%A"); dispatchEvent(new PopStateEvent("popstate"));`);
     await page.getByRole("heading", { name: "Not found" }).waitFor();
-    await page.route("**/dashboard/api/sign-out", (r) => r.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { detail: "Try again later." } }) }), { times: 1 });
+    await page.route(
+      "**/dashboard/api/sign-out",
+      (r) => r.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { detail: "Try again later." } }) }),
+      { times: 1 },
+    );
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("alert").getByText("Sign-out failed: Try again later.").waitFor();
     // Still signed in: the session was not ended.

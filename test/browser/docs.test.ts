@@ -8,9 +8,8 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { browserTestsRun, openWatchedPage, requireChromium } from "./chromium.js";
 import { ROOT, type ServerProcess, startServer } from "../server-process.js";
-
+import { browserTestsRun, openWatchedPage, requireChromium } from "./chromium.js";
 
 const SCREENSHOT = path.join(ROOT, "test-results", "docs.png");
 /** The first screen alone, at a size a person can read. */

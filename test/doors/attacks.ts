@@ -143,7 +143,10 @@ export function requestFor(door: DoorName, attack: Attack): Request {
       return { body: frame(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff])), auth: 1 };
     case "unknown field":
       // JSON: a misspelt field; binary: field number 31 (varint 1), which VerifyKeyRequest does not have.
-      return { body: isJson(door) ? Buffer.from('{"key":"not_a_key_but_long_enough","zz":1}') : frame(Buffer.concat([valid, Buffer.from([0xf8, 0x01, 0x01])])), auth: 1 };
+      return {
+        body: isJson(door) ? Buffer.from('{"key":"not_a_key_but_long_enough","zz":1}') : frame(Buffer.concat([valid, Buffer.from([0xf8, 0x01, 0x01])])),
+        auth: 1,
+      };
     case "doubled credentials":
       return { body: frame(valid), auth: 2 };
   }
@@ -232,7 +235,9 @@ function sendHttp(target: Target, door: DoorName, req: Request): Promise<Outcome
   }[door];
   const headers: http.OutgoingHttpHeaders = { "content-type": contentType };
   // Node sends one header line per value of an array.
-  if (req.auth > 0) (headers as Record<string, string | string[]>).authorization = req.auth === 2 ? [`Bearer ${target.rootKey}`, `Bearer ${target.rootKey}`] : `Bearer ${target.rootKey}`;
+  if (req.auth > 0)
+    (headers as Record<string, string | string[]>).authorization =
+      req.auth === 2 ? [`Bearer ${target.rootKey}`, `Bearer ${target.rootKey}`] : `Bearer ${target.rootKey}`;
   if (req.encoding !== undefined) headers[door === "grpc-web" ? "grpc-encoding" : "content-encoding"] = req.encoding;
   if (!req.chunked) headers["content-length"] = req.body.length;
   return new Promise((resolve) => {

@@ -9,10 +9,10 @@ import net from "node:net";
 import path from "node:path";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { uid } from "../contract/shared/helpers.js";
 import { start as startFetchGuard } from "../../examples/fetch-guard/server.js";
 import { start as startGrpcGuard } from "../../examples/grpc-guard/server.js";
-import { ROOT, runScript, startServer, type ServerProcess } from "../server-process.js";
+import { uid } from "../contract/shared/helpers.js";
+import { ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 
 type KeyName = "writer" | "reader" | "disabled" | "oneCredit" | "limited";
 type Keys = Record<KeyName, { keyId: string; key: string }>;

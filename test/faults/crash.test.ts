@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useHarness } from "../harness.js";
-import { startServer, type ServerProcess } from "../server-process.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 import { type Answer, outcome, post, Tally } from "./client.js";
 
 const ROUNDS = 3;
@@ -142,11 +142,20 @@ describe("kill -9 during createKey", () => {
         .map((l) => ({ name: l.name, limit: l.limit, duration: l.duration, autoApply: l.autoApply ?? true })),
     );
     const perms = await q("SELECT p.slug FROM keys_permissions kp JOIN permissions p ON p.id = kp.permission_id WHERE kp.key_id = ? ORDER BY p.slug");
-    expect(perms.map((p) => p.slug), label).toEqual([...body.permissions].sort());
+    expect(
+      perms.map((p) => p.slug),
+      label,
+    ).toEqual([...body.permissions].sort());
     const roles = await q("SELECT r.name FROM keys_roles kr JOIN roles r ON r.id = kr.role_id WHERE kr.key_id = ? ORDER BY r.name");
-    expect(roles.map((r) => r.name), label).toEqual([...body.roles].sort());
+    expect(
+      roles.map((r) => r.name),
+      label,
+    ).toEqual([...body.roles].sort());
     const identity = await q("SELECT i.external_id FROM `keys` k JOIN identities i ON i.id = k.identity_id WHERE k.id = ?");
-    expect(identity.map((i) => i.external_id), label).toEqual(body.externalId === undefined ? [] : [body.externalId]);
+    expect(
+      identity.map((i) => i.external_id),
+      label,
+    ).toEqual(body.externalId === undefined ? [] : [body.externalId]);
     expect(row.identity_id === null, label).toBe(body.externalId === undefined);
     const encrypted = await q("SELECT key_id FROM encrypted_keys WHERE key_id = ?");
     expect([Boolean(row.recoverable), encrypted.length], label).toEqual(body.recoverable ? [true, 1] : [false, 0]);
@@ -177,7 +186,10 @@ describe("kill -9 during createKey", () => {
     expect([...(v.body.data.roles ?? [])].sort(), s.name).toEqual([...s.body.roles].sort());
     expect(v.body.data.identity?.externalId, s.name).toBe(s.body.externalId);
     expect(v.body.data.ratelimits.map((l: { name: string }) => l.name).sort(), s.name).toEqual(
-      s.body.ratelimits.filter((l: { autoApply?: boolean }) => l.autoApply !== false).map((l: { name: string }) => l.name).sort(),
+      s.body.ratelimits
+        .filter((l: { autoApply?: boolean }) => l.autoApply !== false)
+        .map((l: { name: string }) => l.name)
+        .sort(),
     );
   }
 });

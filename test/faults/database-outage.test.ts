@@ -5,11 +5,11 @@
 // everything works again without a restart.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, call, type Client, failure, loadServices, service } from "../grpc-client.js";
-import { useHarness } from "../harness.js";
 import { migrate, openDatabase } from "../../src/storage/db.js";
 import { isDatabaseUnavailable } from "../../src/storage/sql.js";
-import { startServer, type ServerProcess } from "../server-process.js";
+import { bearer, type Client, call, failure, loadServices, service } from "../grpc-client.js";
+import { useHarness } from "../harness.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 import { type Answer, expectEnvelope, outcome, post, Tally } from "./client.js";
 import { TcpProxy } from "./tcp-proxy.js";
 

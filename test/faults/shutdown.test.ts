@@ -10,9 +10,9 @@
 // - the process exits 0, within SHUTDOWN_TIMEOUT_MS.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, call, type Client, loadServices, service } from "../grpc-client.js";
+import { bearer, type Client, call, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
-import { startServer, type ServerProcess } from "../server-process.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 import { expectEnvelope, post, Tally } from "./client.js";
 import { asAnswer, KeepAlive, request, type Sent } from "./raw-http.js";
 

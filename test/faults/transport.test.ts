@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, call, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
-import { startServer, type ServerProcess } from "../server-process.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 import { expectEnvelope, post } from "./client.js";
 import { asAnswer, exchange, request } from "./raw-http.js";
 
@@ -195,9 +195,7 @@ describe("transport abuse", () => {
       for (let i = 0; i < 5; i++) keys.push((await post(server.url, "/v2/keys.createKey", { apiId, name: `pipe-${i}` }, rk)).body.data);
       // Interleave reads of five keys with requests for five unknown operations, each naming itself.
       const reqs = Array.from({ length: 10 }, (_, i) =>
-        i % 2 === 0
-          ? request("/v2/keys.getKey", JSON.stringify({ keyId: keys[i / 2]?.keyId }), json())
-          : request(`/v2/nothing.here${i}`, "{}", json()),
+        i % 2 === 0 ? request("/v2/keys.getKey", JSON.stringify({ keyId: keys[i / 2]?.keyId }), json()) : request(`/v2/nothing.here${i}`, "{}", json()),
       );
       const ex = await exchange(server.port, [Buffer.concat(reqs)], { responses: 10 });
       expect(ex.responses.length, JSON.stringify(ex)).toBe(10);

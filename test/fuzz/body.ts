@@ -41,7 +41,10 @@ export function serialize(v: Body, w: World): string {
   if (v instanceof Ref) return JSON.stringify(v.resolve(w));
   if (v instanceof Dup) return `{${v.entries.map(([k, x]) => `${JSON.stringify(k)}:${serialize(x, w)}`).join(",")}}`;
   if (Array.isArray(v)) return `[${v.map((x) => serialize(x, w)).join(",")}]`;
-  if (isPlainObject(v)) return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${serialize(x, w)}`).join(",")}}`;
+  if (isPlainObject(v))
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}:${serialize(x, w)}`)
+      .join(",")}}`;
   return JSON.stringify(v);
 }
 

@@ -56,7 +56,10 @@ function scalarArb(f: DescField & { scalar: ScalarType }): fc.Arbitrary<Init> {
   }
   if (INT64.has(t)) {
     const edges = [...I64_EDGES, ...bounds.map(BigInt)];
-    return fc.oneof({ weight: 14, arbitrary: plausibleNumber(f).map((v) => (v instanceof Ref ? v : BigInt(v))) }, { weight: 1, arbitrary: fc.constantFrom(...edges) });
+    return fc.oneof(
+      { weight: 14, arbitrary: plausibleNumber(f).map((v) => (v instanceof Ref ? v : BigInt(v))) },
+      { weight: 1, arbitrary: fc.constantFrom(...edges) },
+    );
   }
   if (UINT.has(t)) return fc.constantFrom(0, 1, 2 ** 32 - 1);
   if (t === ScalarType.BYTES) return fc.uint8Array({ maxLength: 16 });
@@ -68,7 +71,9 @@ const structArb: fc.Arbitrary<Init> = fc.oneof(
   { weight: 12, arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(limits.metaProperties, limits.metaProperties + 1, 3000).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]))),
+    arbitrary: fc
+      .constantFrom(limits.metaProperties, limits.metaProperties + 1, 3000)
+      .map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]))),
   },
   {
     weight: 1,
@@ -84,16 +89,23 @@ const structArb: fc.Arbitrary<Init> = fc.oneof(
 function listArb(f: DescField & { fieldKind: "list" }, depth: number): fc.Arbitrary<Init> {
   const item: fc.Arbitrary<Init> =
     f.listKind === "message" ? messageArb(f.message, depth + 1) : f.listKind === "enum" ? enumArb(f.enum.values.map((v) => v.number)) : scalarArb(f as never);
-  const wide = fc.constantFrom(...boundsFor(f).numbers.filter((n) => n >= 10 && n <= 5000), 10_000).map((n) =>
-    Array.from({ length: n }, (_, i) =>
-      f.listKind === "message" ? create(f.message, sampleInit(f.message, i)) : f.listKind === "scalar" && f.scalar === ScalarType.STRING ? wideItem(i) : 1,
-    ),
+  const wide = fc
+    .constantFrom(...boundsFor(f).numbers.filter((n) => n >= 10 && n <= 5000), 10_000)
+    .map((n) =>
+      Array.from({ length: n }, (_, i) =>
+        f.listKind === "message" ? create(f.message, sampleInit(f.message, i)) : f.listKind === "scalar" && f.scalar === ScalarType.STRING ? wideItem(i) : 1,
+      ),
+    );
+  return fc.oneof(
+    { weight: 16, arbitrary: fc.array(item, { minLength: 1, maxLength: 3 }) },
+    { weight: 4, arbitrary: fc.constant([]) },
+    { weight: 1, arbitrary: wide },
   );
-  return fc.oneof({ weight: 16, arbitrary: fc.array(item, { minLength: 1, maxLength: 3 }) }, { weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: wide });
 }
 
 /** Known enum numbers, and numbers past them. */
-const enumArb = (known: number[]): fc.Arbitrary<number> => fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: fc.constantFrom(-1, 9999, 2 ** 31 - 1) });
+const enumArb = (known: number[]): fc.Arbitrary<number> =>
+  fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: fc.constantFrom(-1, 9999, 2 ** 31 - 1) });
 
 function fieldArb(f: DescField, depth: number): fc.Arbitrary<Init> {
   switch (f.fieldKind) {
@@ -118,7 +130,12 @@ export function messageArb(desc: DescMessage, depth = 0): fc.Arbitrary<Init> {
   if (isNullable(desc)) {
     const inner = desc.fields.find((f) => f.name === "value");
     // An empty wrapper means "clear"; a wrapper with a value sets it.
-    return inner === undefined ? fc.constant({}) : fc.oneof(fieldArb(inner, depth).map((value) => ({ value })), fc.constant({}));
+    return inner === undefined
+      ? fc.constant({})
+      : fc.oneof(
+          fieldArb(inner, depth).map((value) => ({ value })),
+          fc.constant({}),
+        );
   }
   const parts = desc.fields.map((f) => {
     const value = fieldArb(f, depth);
@@ -241,7 +258,8 @@ export function encodeMalformed(input: DescMessage, m: Malformed): Buffer {
     case "wrong wire type": {
       const f = field(m.field);
       // A string or message sent as a fixed32, a number sent as a length-delimited run.
-      if (f !== undefined && f.fieldKind === "scalar" && f.scalar !== ScalarType.STRING) w.tag(m.field, WireType.LengthDelimited).bytes(new Uint8Array([1, 2, 3]));
+      if (f !== undefined && f.fieldKind === "scalar" && f.scalar !== ScalarType.STRING)
+        w.tag(m.field, WireType.LengthDelimited).bytes(new Uint8Array([1, 2, 3]));
       else w.tag(m.field, WireType.Bit32).fixed32(7);
       return Buffer.from(w.finish());
     }
@@ -251,7 +269,15 @@ export function encodeMalformed(input: DescMessage, m: Malformed): Buffer {
       return Buffer.from(w.finish());
     }
     case "length past the end":
-      return Buffer.concat([Buffer.from(new BinaryWriter().tag(m.field, WireType.LengthDelimited).uint32(2 ** 31).finish()), Buffer.from("abc")]);
+      return Buffer.concat([
+        Buffer.from(
+          new BinaryWriter()
+            .tag(m.field, WireType.LengthDelimited)
+            .uint32(2 ** 31)
+            .finish(),
+        ),
+        Buffer.from("abc"),
+      ]);
     case "overlong varint":
       return Buffer.from([0x08, ...new Array(11).fill(0xff), 0x01]);
     case "end group without start":
@@ -259,7 +285,12 @@ export function encodeMalformed(input: DescMessage, m: Malformed): Buffer {
     case "nested past the limit": {
       // Field 1 of every nested level: decodes as a message only where field 1 is one; past 100 levels either way.
       const f = input.fields.find((x) => x.fieldKind === "message" || (x.fieldKind === "list" && x.listKind === "message"));
-      return Buffer.from(new BinaryWriter().tag(f?.number ?? 1, WireType.LengthDelimited).bytes(nested(m.depth)).finish());
+      return Buffer.from(
+        new BinaryWriter()
+          .tag(f?.number ?? 1, WireType.LengthDelimited)
+          .bytes(nested(m.depth))
+          .finish(),
+      );
     }
   }
 }

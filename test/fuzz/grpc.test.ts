@@ -12,9 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorDetailOf } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 import { clip } from "./body.js";
+import { encode, encodeMalformed, type GrpcCase, grpcCaseArb, type Malformed, malformedArb, resolveInit } from "./grpc-arbitrary.js";
 import {
-  allOperations,
   ANSWER_WITHIN_MS,
+  allOperations,
   DataGuard,
   fuzz,
   OPERATION_TIMEOUT_MS,
@@ -25,7 +26,6 @@ import {
   type Tally,
   within,
 } from "./guard.js";
-import { encode, encodeMalformed, type GrpcCase, grpcCaseArb, type Malformed, malformedArb, resolveInit } from "./grpc-arbitrary.js";
 import { Worlds } from "./world.js";
 
 interface Answer {

@@ -17,18 +17,38 @@ describe("DataGuard", () => {
   afterAll(() => guard?.close());
 
   it("names the tables a request changed, through the pool and inside transactions", async () => {
-    const { changed } = await guard.run(() => h.post("/v2/keys.createKey", { apiId: "x" }, rk).then(() => api(h, rk)), () => true);
+    const { changed } = await guard.run(
+      () => h.post("/v2/keys.createKey", { apiId: "x" }, rk).then(() => api(h, rk)),
+      () => true,
+    );
     expect(changed.sort()).toEqual(["apis", "key_auth"]);
   });
 
   it("sees an in-place update of one column (a last-used time written behind) and a usage count", async () => {
     const k = await key(h, rk, await api(h, rk));
-    const { changed } = await guard.run(() => h.post("/v2/keys.verifyKey", { key: k.key }, rk), () => true);
+    const { changed } = await guard.run(
+      () => h.post("/v2/keys.verifyKey", { key: k.key }, rk),
+      () => true,
+    );
     expect(changed.sort()).toEqual(["keys", "verification_usage"]);
   });
 
   it("reports nothing for reads, or for an answer that was not a refusal", async () => {
-    expect((await guard.run(() => h.post("/v2/permissions.listRoles", {}, rk), () => true)).changed).toEqual([]);
-    expect((await guard.run(() => api(h, rk), () => false)).changed).toEqual([]);
+    expect(
+      (
+        await guard.run(
+          () => h.post("/v2/permissions.listRoles", {}, rk),
+          () => true,
+        )
+      ).changed,
+    ).toEqual([]);
+    expect(
+      (
+        await guard.run(
+          () => api(h, rk),
+          () => false,
+        )
+      ).changed,
+    ).toEqual([]);
   });
 });

@@ -1,12 +1,13 @@
 // What every fuzz case shares: the seed and run count, the operations (from the
 // service descriptors, so a new RPC is fuzzed without touching this suite), a
 // bounded wait, the stored-data check, and the failure report.
+
+import type { DescMessage } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import mysql from "mysql2/promise";
-import { groupOf } from "../../src/gateway/plugin.js";
 import type { Deps } from "../../src/domain/deps.js";
+import { groupOf } from "../../src/gateway/plugin.js";
 import { services } from "../../src/server/registry.js";
-import type { DescMessage } from "@bufbuild/protobuf";
 import type { Harness } from "../harness.js";
 
 /** FUZZ_SEED (fixed in CI so a run is reproducible), FUZZ_RUNS per operation and transport, FUZZ_ONLY=op,op, FUZZ_PATH (fast-check replay path). */

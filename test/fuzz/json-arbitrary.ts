@@ -7,7 +7,7 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { limits } from "../../src/domain/limits.js";
-import { type Body, deepArray, deepObject, Dup, isPlainObject, Raw, Ref } from "./body.js";
+import { type Body, Dup, deepArray, deepObject, isPlainObject, Raw, Ref } from "./body.js";
 import {
   boundaryString,
   boundsFor,
@@ -59,7 +59,11 @@ function valueArb(f: DescField, depth: number): fc.Arbitrary<Body> {
       return fc.dictionary(fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 }), { maxKeys: 3 });
     case "list": {
       const item: fc.Arbitrary<Body> =
-        f.listKind === "message" ? messageArb(f.message, depth + 1) : f.listKind === "enum" ? fc.constantFrom(...f.enum.values.map((v) => v.name)) : scalarArb(f as DescField & { scalar: ScalarType });
+        f.listKind === "message"
+          ? messageArb(f.message, depth + 1)
+          : f.listKind === "enum"
+            ? fc.constantFrom(...f.enum.values.map((v) => v.name))
+            : scalarArb(f as DescField & { scalar: ScalarType });
       return fc.oneof({ weight: 4, arbitrary: fc.array(item, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.constant<Body[]>([]) });
     }
     case "message":
@@ -67,7 +71,9 @@ function valueArb(f: DescField, depth: number): fc.Arbitrary<Body> {
       if (isValue(f.message)) return fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<Body>;
       if (isNullable(f.message)) {
         const inner = f.message.fields.find((x) => x.name === "value");
-        return inner === undefined ? fc.constant(null) : fc.oneof({ weight: 5, arbitrary: valueArb(inner, depth) }, { weight: 1, arbitrary: fc.constant(null) });
+        return inner === undefined
+          ? fc.constant(null)
+          : fc.oneof({ weight: 5, arbitrary: valueArb(inner, depth) }, { weight: 1, arbitrary: fc.constant(null) });
       }
       return messageArb(f.message, depth + 1);
   }
@@ -130,7 +136,22 @@ export type Mutation =
 
 const WRONG_TYPES: Body[] = ["str", "", 7, 0, 1.5, true, false, [], {}, ["a"], [1, "b"], { a: 1 }, [null]];
 
-const UNKNOWN_KEYS = ["unknown", "apiID", "api_id", "set_ratelimits", "setRatelimits", "", " ", "toString", "constructor", "hasOwnProperty", "length", "0", "a.b", "😀"];
+const UNKNOWN_KEYS = [
+  "unknown",
+  "apiID",
+  "api_id",
+  "set_ratelimits",
+  "setRatelimits",
+  "",
+  " ",
+  "toString",
+  "constructor",
+  "hasOwnProperty",
+  "length",
+  "0",
+  "a.b",
+  "😀",
+];
 
 /** A wide value for a field: lists at and past their item bounds, objects past meta's property bound. */
 function wideArb(s: Site): fc.Arbitrary<Body> {
@@ -173,7 +194,10 @@ function siteMutations(s: Site): fc.Arbitrary<Mutation> {
     fc.constant<Mutation>({ kind: "delete", path: s.path }),
     set("number", fc.constantFrom(...EDGE_NUMBERS, ...boundsFor(s.field).numbers)),
     set("string", strings),
-    set("deep", fc.tuple(fc.constantFrom(32, 33, 1000, 100_000), fc.boolean()).map(([d, arr]) => (arr ? deepArray(d) : deepObject(d)))),
+    set(
+      "deep",
+      fc.tuple(fc.constantFrom(32, 33, 1000, 100_000), fc.boolean()).map(([d, arr]) => (arr ? deepArray(d) : deepObject(d))),
+    ),
     set("wide", wideArb(s)),
     fc
       .tuple(fc.oneof(fc.constantFrom(...UNKNOWN_KEYS), fc.string({ maxLength: 6 })), fc.constantFrom<Body>(1, "x", null, {}))
@@ -233,12 +257,19 @@ export function jsonCaseArb(path: string, input: DescMessage): fc.Arbitrary<Json
     mutations: fc.oneof({ weight: 10, arbitrary: fc.constant<Mutation[]>([]) }, { weight: 10, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 3 }) }),
     whole: fc.oneof(
       { weight: 19, arbitrary: fc.constant<Body | undefined>(undefined) },
-      { weight: 1, arbitrary: fc.oneof(fc.constantFrom(...NOT_OBJECTS), base.map((b) => (listField === undefined ? [b] : { [listField]: b }))) },
+      {
+        weight: 1,
+        arbitrary: fc.oneof(
+          fc.constantFrom(...NOT_OBJECTS),
+          base.map((b) => (listField === undefined ? [b] : { [listField]: b })),
+        ),
+      },
     ),
   });
 }
 
-const clone = (v: Body): Body => (Array.isArray(v) ? v.map(clone) : isPlainObject(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clone(x)])) : v);
+const clone = (v: Body): Body =>
+  Array.isArray(v) ? v.map(clone) : isPlainObject(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clone(x)])) : v;
 
 /** The container at `path`, created (or replaced when it is not a container) on the way. */
 function containerAt(root: Body, path: Path): { [k: string]: Body } | Body[] | undefined {
@@ -322,4 +353,10 @@ export const describeCase = (c: JsonCase): string =>
     ? "whole body replaced"
     : c.mutations.length === 0
       ? "plausible body"
-      : c.mutations.map((m) => (m.kind === "alias" ? `alias ${m.to}` : `${m.kind === "set" ? m.why : m.kind} at ${m.path.join(".") || "body"}${m.kind === "extra" ? `.${m.key}` : ""}`)).join("; ");
+      : c.mutations
+          .map((m) =>
+            m.kind === "alias"
+              ? `alias ${m.to}`
+              : `${m.kind === "set" ? m.why : m.kind} at ${m.path.join(".") || "body"}${m.kind === "extra" ? `.${m.key}` : ""}`,
+          )
+          .join("; ");

@@ -5,10 +5,10 @@
 // FUZZ_SEED, FUZZ_RUNS, FUZZ_ONLY and FUZZ_PATH: see guard.ts; `node scripts/fuzz.mjs` runs it long.
 import type { DescMessage } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Harness, Res } from "../harness.js";
-import { useHarness } from "../harness.js";
 import { routeTable } from "../../src/gateway/plugin.js";
 import { services } from "../../src/server/registry.js";
+import type { Harness, Res } from "../harness.js";
+import { useHarness } from "../harness.js";
 import { clip, serialize } from "./body.js";
 import { DataGuard, fuzz, OPERATION_TIMEOUT_MS, type Operation, operations, settings, summary, type Tally, within } from "./guard.js";
 import { ALIASED, ARRAY_BODIES, buildBody, describeCase, type JsonCase, jsonCaseArb } from "./json-arbitrary.js";
@@ -93,7 +93,11 @@ describe("JSON bad input, every operation", () => {
 
   const ops = operations();
   it.skipIf(settings.only !== undefined)("fuzzes every route the JSON gateway serves", () => {
-    expect(ops.map((o) => o.path).sort()).toEqual(routeTable(services(h.deps)).map((r) => r.path).sort());
+    expect(ops.map((o) => o.path).sort()).toEqual(
+      routeTable(services(h.deps))
+        .map((r) => r.path)
+        .sort(),
+    );
   });
 
   for (const op of ops) {

@@ -128,7 +128,14 @@ describe("bad-input regressions", () => {
         const md = new grpc.Metadata();
         md.set("authorization", `Bearer ${rk}`);
         const bytes = Buffer.from(toBinary(CreateIdentityRequestSchema, create(CreateIdentityRequestSchema, { externalId, meta: meta as never })));
-        client.makeUnaryRequest("/keyhold.v2.IdentitiesService/CreateIdentity", (b: Buffer) => b, (b: Buffer) => b, bytes, md, (err) => resolve(err));
+        client.makeUnaryRequest(
+          "/keyhold.v2.IdentitiesService/CreateIdentity",
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          bytes,
+          md,
+          (err) => resolve(err),
+        );
       });
 
     it("gRPC: a permissions query with an astral character is INVALID_ARGUMENT, not a call that never ends", async () => {
@@ -137,7 +144,15 @@ describe("bad-input regressions", () => {
       md.set("authorization", `Bearer ${rk}`);
       const bytes = Buffer.from(toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: k.key, permissions: "𐀀" })));
       const err = await new Promise<grpc.ServiceError | null>((resolve) =>
-        client.makeUnaryRequest("/keyhold.v2.KeysService/VerifyKey", (b: Buffer) => b, (b: Buffer) => b, bytes, md, { deadline: Date.now() + 10_000 }, (e) => resolve(e)),
+        client.makeUnaryRequest(
+          "/keyhold.v2.KeysService/VerifyKey",
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          bytes,
+          md,
+          { deadline: Date.now() + 10_000 },
+          (e) => resolve(e),
+        ),
       );
       expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(err?.metadata.get("error-code")[0]).toBe("err:user:bad_request:permissions_query_syntax_error");

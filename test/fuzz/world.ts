@@ -4,9 +4,9 @@
 // resolved when a case is sent, so a case stays meaningful after a fuzzed delete
 // and `repair()` has re-created what was deleted.
 import { expect } from "vitest";
-import type { Harness, Res } from "../harness.js";
 import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
+import type { Harness, Res } from "../harness.js";
 
 export interface World {
   rootKey: string;
@@ -91,7 +91,13 @@ export class Worlds {
     }
     w.roleId = ok(await this.post("permissions.getRole", { role: w.roleName })).body.data.id;
     if ((await this.post("identities.getIdentity", { identity: w.externalId })).status === 404) {
-      ok(await this.post("identities.createIdentity", { externalId: w.externalId, meta: { plan: "pro" }, ratelimits: [{ name: "fuzz_shared", limit: 1000, duration: 60_000 }] }));
+      ok(
+        await this.post("identities.createIdentity", {
+          externalId: w.externalId,
+          meta: { plan: "pro" },
+          ratelimits: [{ name: "fuzz_shared", limit: 1000, duration: 60_000 }],
+        }),
+      );
     }
     w.identityId = ok(await this.post("identities.getIdentity", { identity: w.externalId })).body.data.id;
     const apiGone = all || (await this.post("apis.getApi", { apiId: w.apiId })).status === 404;

@@ -36,7 +36,10 @@ describe("keyhold admin create", () => {
     expect(String(row?.password_hash)).toMatch(/^scrypt\$32768\$8\$1\$/);
     // The trailing newline of the pipe is not part of the password.
     expect(await verifyPassword(password, String(row?.password_hash))).toBe(true);
-    const [links] = await h.db.pool.query<RowDataPacket[]>("SELECT w.name FROM operator_workspaces ow JOIN workspaces w ON w.id = ow.workspace_id WHERE ow.operator_id = ?", [out.operatorId]);
+    const [links] = await h.db.pool.query<RowDataPacket[]>(
+      "SELECT w.name FROM operator_workspaces ow JOIN workspaces w ON w.id = ow.workspace_id WHERE ow.operator_id = ?",
+      [out.operatorId],
+    );
     expect(links.map((l) => l.name)).toEqual([workspace]);
 
     const signIn = await h.app.inject({

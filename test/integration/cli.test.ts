@@ -21,8 +21,7 @@ interface Run {
 describe("keyhold CLI", () => {
   const h = useHarness();
 
-  const cli = (args: string[]): Promise<Run> =>
-    runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" });
+  const cli = (args: string[]): Promise<Run> => runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "silent" });
 
   /** Exactly one line on stdout, and it is JSON. */
   function jsonLine(run: Run): Record<string, unknown> {

@@ -1,7 +1,7 @@
 // Exactness under concurrency on one instance (the keys issue's acceptance figures).
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../harness.js";
 import { api, key, midMinute, verify, withClock } from "../fixtures.js";
+import { useHarness } from "../harness.js";
 
 describe("credits and rate limits under concurrency", () => {
   const h = useHarness();

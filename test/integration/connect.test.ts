@@ -2,7 +2,7 @@
 // from gen/: same operations as the JSON API, and errors that carry the err:svc
 // code in an ErrorDetail (findDetails), exactly as the JSON envelope's type does.
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, type Client, createClient } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";

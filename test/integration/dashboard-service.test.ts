@@ -2,7 +2,7 @@
 // with an operator's session: workspaces, root keys (created, used, listed with
 // last use, revoked), APIs, usage and rate-limit namespaces. Security refusals are in test/security/dashboard.test.ts.
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, type Client, createClient } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
@@ -295,7 +295,12 @@ describe("DashboardService with an operator session", () => {
     });
 
     it("refuses a bad query, limit or API, and an API of another workspace", async () => {
-      for (const [query, limit, field] of [["", 0, "query"], ["   ", 0, "query"], ["x".repeat(257), 0, "query"], ["x", 101, "limit"]] as const) {
+      for (const [query, limit, field] of [
+        ["", 0, "query"],
+        ["   ", 0, "query"],
+        ["x".repeat(257), 0, "query"],
+        ["x", 101, "limit"],
+      ] as const) {
         const r = await refusal(search(query, limit));
         expect(r.code).toBe(Code.InvalidArgument);
         expect(r.message).toContain(field);

@@ -6,9 +6,9 @@
 // spends neither rate-limit tokens nor credits (§5.3).
 import { describe, expect, it } from "vitest";
 import { MISS } from "../../src/cache/verification-cache.js";
+import type { KeyRecord } from "../../src/core/records.js";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { evaluateQuery, parseQuery } from "../../src/domain/keys/permission-query.js";
-import type { KeyRecord } from "../../src/core/records.js";
 import { admin, awayFromWindowEdge, createApi, createKey, expectOk, getKey, type Json, seedRole, uid, verifyKey } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 
@@ -18,7 +18,7 @@ interface Step {
   op: string;
   body: Record<string, unknown>;
   /** What the next verification with the query answers. */
-  then: Code;
+  expected: Code;
 }
 
 interface Scenario {
@@ -34,40 +34,40 @@ const SCENARIOS: Record<string, Scenario> = {
   addPermissions: {
     key: () => ({ permissions: ["billing.read"] }),
     before: "INSUFFICIENT_PERMISSIONS",
-    steps: () => [{ op: "addPermissions", body: { permissions: ["documents.*"] }, then: "VALID" }],
+    steps: () => [{ op: "addPermissions", body: { permissions: ["documents.*"] }, expected: "VALID" }],
   },
   removePermissions: {
     key: () => ({ permissions: ["documents.*", "billing.read"] }),
     before: "VALID",
-    steps: () => [{ op: "removePermissions", body: { permissions: ["documents.*"] }, then: "INSUFFICIENT_PERMISSIONS" }],
+    steps: () => [{ op: "removePermissions", body: { permissions: ["documents.*"] }, expected: "INSUFFICIENT_PERMISSIONS" }],
   },
   setPermissions: {
     key: () => ({ permissions: ["documents.read"] }),
     before: "INSUFFICIENT_PERMISSIONS",
     steps: () => [
-      { op: "setPermissions", body: { permissions: ["documents.read", "documents.share"] }, then: "VALID" },
-      { op: "setPermissions", body: { permissions: ["documents.share"] }, then: "INSUFFICIENT_PERMISSIONS" },
-      { op: "setPermissions", body: { permissions: ["*"] }, then: "VALID" },
-      { op: "setPermissions", body: { permissions: [] }, then: "INSUFFICIENT_PERMISSIONS" },
+      { op: "setPermissions", body: { permissions: ["documents.read", "documents.share"] }, expected: "VALID" },
+      { op: "setPermissions", body: { permissions: ["documents.share"] }, expected: "INSUFFICIENT_PERMISSIONS" },
+      { op: "setPermissions", body: { permissions: ["*"] }, expected: "VALID" },
+      { op: "setPermissions", body: { permissions: [] }, expected: "INSUFFICIENT_PERMISSIONS" },
     ],
   },
   addRoles: {
     key: () => ({}),
     before: "INSUFFICIENT_PERMISSIONS",
-    steps: ({ docs }) => [{ op: "addRoles", body: { roles: [docs] }, then: "VALID" }],
+    steps: ({ docs }) => [{ op: "addRoles", body: { roles: [docs] }, expected: "VALID" }],
   },
   removeRoles: {
     key: ({ docs }) => ({ roles: [docs] }),
     before: "VALID",
-    steps: ({ docs }) => [{ op: "removeRoles", body: { roles: [docs] }, then: "INSUFFICIENT_PERMISSIONS" }],
+    steps: ({ docs }) => [{ op: "removeRoles", body: { roles: [docs] }, expected: "INSUFFICIENT_PERMISSIONS" }],
   },
   setRoles: {
     key: () => ({ permissions: ["documents.read"] }),
     before: "INSUFFICIENT_PERMISSIONS",
     steps: ({ docs }) => [
-      { op: "setRoles", body: { roles: [docs] }, then: "VALID" },
-      { op: "setRoles", body: { roles: [] }, then: "INSUFFICIENT_PERMISSIONS" },
-      { op: "setRoles", body: { roles: [docs] }, then: "VALID" },
+      { op: "setRoles", body: { roles: [docs] }, expected: "VALID" },
+      { op: "setRoles", body: { roles: [] }, expected: "INSUFFICIENT_PERMISSIONS" },
+      { op: "setRoles", body: { roles: [docs] }, expected: "VALID" },
     ],
   },
 };
@@ -121,9 +121,9 @@ describe("grant changes are seen by the very next verification", () => {
 
       expectOk(await h.post(`/v2/keys.${step.op}`, { keyId, ...step.body }, rk));
       expect(cached(key), `keys.${step.op} must evict the key`).toBeUndefined();
-      await check(step.then);
-      await check(step.then); // and again, from the refreshed cache entry
-      previous = step.then;
+      await check(step.expected);
+      await check(step.expected); // and again, from the refreshed cache entry
+      previous = step.expected;
     }
 
     // Refused verifications spent nothing: one more plain verification sees exactly the VALID ones.

@@ -26,9 +26,7 @@ const LOADER: protoLoader.Options = { includeDirs: [PROTO_DIR], longs: String, k
 type Json = any;
 type Call = (req: Json, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Json) => void) => void;
 
-interface Rpc {
-  (method: string, req: Json, rootKey?: string | null): Promise<Json>;
-}
+type Rpc = (method: string, req: Json, rootKey?: string | null) => Promise<Json>;
 
 function rpcOf(client: grpc.Client): Rpc {
   return (method, req, rootKey) =>
@@ -126,7 +124,14 @@ describe("gRPC front door", () => {
     expect(missing.keyId).toBeUndefined();
 
     const got = await keysRpc("GetKey", { keyId: created.keyId }, admin);
-    expect(got.key).toMatchObject({ keyId: created.keyId, start: created.key.slice(0, 9), enabled: true, name: "over grpc", expires, credits: { remaining: "4" } });
+    expect(got.key).toMatchObject({
+      keyId: created.keyId,
+      start: created.key.slice(0, 9),
+      enabled: true,
+      name: "over grpc",
+      expires,
+      credits: { remaining: "4" },
+    });
     // The JSON API sees the same key the same way.
     const viaJson = await h.post("/v2/keys.getKey", { keyId: created.keyId }, admin);
     expect(viaJson.body.data).toMatchObject({ keyId: created.keyId, name: "over grpc", credits: { remaining: 4 } });
@@ -141,11 +146,13 @@ describe("gRPC front door", () => {
   });
 
   it("malformed and unknown root keys -> UNAUTHENTICATED with their own codes", async () => {
-    const malformed = await rejection(new Promise((resolve, reject) => {
-      const md = new grpc.Metadata();
-      md.set("authorization", `bearer ${admin}`);
-      (apis as unknown as Record<string, Call>).GetApi?.call(apis, { apiId: "api_x00" }, md, (e, r) => (e ? reject(e) : resolve(r)));
-    }));
+    const malformed = await rejection(
+      new Promise((resolve, reject) => {
+        const md = new grpc.Metadata();
+        md.set("authorization", `bearer ${admin}`);
+        (apis as unknown as Record<string, Call>).GetApi?.call(apis, { apiId: "api_x00" }, md, (e, r) => (e ? reject(e) : resolve(r)));
+      }),
+    );
     expect(malformed.code).toBe(grpc.status.UNAUTHENTICATED);
     expect(errorCodeOf(malformed)).toBe("err:svc:authentication:malformed");
 

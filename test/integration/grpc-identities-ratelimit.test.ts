@@ -2,7 +2,7 @@
 // client built only from the .proto files, as any gRPC user would build one.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type Client, failure, loadServices, service } from "../grpc-client.js";
+import { type Client, call, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 
 const MINUTE = 60_000;
@@ -24,7 +24,10 @@ describe("gRPC: IdentitiesService.CreateIdentity and RatelimitService.Limit", ()
     identities = new Identities(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     ratelimit = new Ratelimit(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     auth = new grpc.Metadata();
-    auth.set("authorization", `Bearer ${await h.rootKey(["identity.*.create_identity", "identity.*.read_identity", "ratelimit.*.limit", "ratelimit.*.create_namespace"])}`);
+    auth.set(
+      "authorization",
+      `Bearer ${await h.rootKey(["identity.*.create_identity", "identity.*.read_identity", "ratelimit.*.limit", "ratelimit.*.create_namespace"])}`,
+    );
   });
 
   afterAll(() => {
@@ -68,9 +71,7 @@ describe("gRPC: IdentitiesService.CreateIdentity and RatelimitService.Limit", ()
       call(identities, "createIdentity", { externalId: "grpc_big", ratelimits: [{ name: "big", limit: "9223372036854775807", duration: "1000" }] }, auth),
     );
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
-    const limitErr = await failure(
-      call(ratelimit, "limit", { namespace: "grpc_ns", identifier: "x", limit: "1", duration: "1000", cost: "-5" }, auth),
-    );
+    const limitErr = await failure(call(ratelimit, "limit", { namespace: "grpc_ns", identifier: "x", limit: "1", duration: "1000", cost: "-5" }, auth));
     expect(limitErr.code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 

@@ -3,8 +3,8 @@
 // gateway, so this checks the wire: messages, status codes, error metadata.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, call, type Client, failure, loadServices, service } from "../grpc-client.js";
 import { admin, createApi, createKey, expectOk, verifyKey } from "../contract/shared/helpers.js";
+import { bearer, type Client, call, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 
 interface PermissionMsg {
@@ -48,7 +48,12 @@ describe("gRPC: PermissionsService", () => {
   });
 
   it("CreateRole auto-creates slugs; GetRole by id and by name returns the role with its permissions", async () => {
-    const { roleId } = await call<{ roleId: string }>(client, "createRole", { name: "grpc editor", description: "Edits", permissions: ["docs.read", "docs.write"] }, auth);
+    const { roleId } = await call<{ roleId: string }>(
+      client,
+      "createRole",
+      { name: "grpc editor", description: "Edits", permissions: ["docs.read", "docs.write"] },
+      auth,
+    );
     expect(roleId).toMatch(/^role_/);
     for (const role of [roleId, "grpc editor"]) {
       const got = await call<{ role: RoleMsg }>(client, "getRole", { role }, auth);

@@ -1,8 +1,8 @@
 // Regressions for defects found in review: each of these once gave a 500, lost
 // data, accepted a missing value as 0, or could stall the process.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../harness.js";
 import { api, expectError, expectInvalid, key, verify } from "../fixtures.js";
+import { useHarness } from "../harness.js";
 
 describe("hardening", () => {
   const h = useHarness();
@@ -80,7 +80,13 @@ describe("hardening", () => {
       return (original as (...a: unknown[]) => unknown).apply(h.db.pool, args);
     };
     try {
-      await key(h, rk, apiId, { permissions: Array.from({ length: 37 }, (_, i) => `p.${i}`), ratelimits: [{ name: "one", limit: 1, duration: 1000 }, { name: "two", limit: 1, duration: 1000 }] });
+      await key(h, rk, apiId, {
+        permissions: Array.from({ length: 37 }, (_, i) => `p.${i}`),
+        ratelimits: [
+          { name: "one", limit: 1, duration: 1000 },
+          { name: "two", limit: 1, duration: 1000 },
+        ],
+      });
     } finally {
       pool.execute = original;
     }
@@ -91,8 +97,10 @@ describe("hardening", () => {
 
   it("createRole still gets a permission that a concurrent deletePermission removed before it was attached", async () => {
     const rk = await h.rootKey(["*"]);
-    const hook = deleteBeforeLink("permissions", () => h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = 'vanish.me'", [h.workspaceId]));
-    let res;
+    const hook = deleteBeforeLink("permissions", () =>
+      h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = 'vanish.me'", [h.workspaceId]),
+    );
+    let res: Awaited<ReturnType<typeof h.post>>;
     try {
       res = await h.post("/v2/permissions.createRole", { name: "racer", permissions: ["vanish.me"] }, rk);
     } finally {
@@ -143,11 +151,12 @@ describe("hardening", () => {
     const existing = op === "updateKey" ? await key(h, rk, apiId) : undefined;
     const slug = `vanish.${op}`;
     const hook = deleteBeforeLink("permissions", () => h.db.pool.query("DELETE FROM permissions WHERE workspace_id = ? AND slug = ?", [h.workspaceId, slug]));
-    let res;
+    let res: Awaited<ReturnType<typeof h.post>>;
     try {
-      res = existing === undefined
-        ? await h.post("/v2/keys.createKey", { apiId, permissions: [slug] }, rk)
-        : await h.post("/v2/keys.updateKey", { keyId: existing.keyId, permissions: [slug] }, rk);
+      res =
+        existing === undefined
+          ? await h.post("/v2/keys.createKey", { apiId, permissions: [slug] }, rk)
+          : await h.post("/v2/keys.updateKey", { keyId: existing.keyId, permissions: [slug] }, rk);
     } finally {
       hook.restore();
     }
@@ -163,7 +172,7 @@ describe("hardening", () => {
     const apiId = await api(h, rk);
     expect((await h.post("/v2/permissions.createRole", { name: "doomed" }, rk)).status).toBe(200);
     const hook = deleteBeforeLink("roles", () => h.post("/v2/permissions.deleteRole", { role: "doomed" }, rk));
-    let res;
+    let res: Awaited<ReturnType<typeof h.post>>;
     try {
       res = await h.post("/v2/keys.createKey", { apiId, name: "with-role", roles: ["doomed"] }, rk);
     } finally {

@@ -87,9 +87,7 @@ describe("Idempotency-Key edges", () => {
     const later = now + 120_000;
     expect((await withClock(h, later, () => h.post("/v2/apis.createApi", { name: "sweeper" }, rk, idem(fresh())))).status).toBe(200);
     const left = async () => {
-      const [r] = (await h.db.pool.query("SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at_m <= ?", [now])) as unknown as [
-        { n: number }[],
-      ];
+      const [r] = (await h.db.pool.query("SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at_m <= ?", [now])) as unknown as [{ n: number }[]];
       return Number(r[0]?.n);
     };
     await expect.poll(left, { timeout: 5_000 }).toBeLessThan(2_500);

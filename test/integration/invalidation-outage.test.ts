@@ -16,8 +16,19 @@ describe("invalidation log outage", () => {
     const switching = new Proxy({}, { get: (_t, prop) => (pool as unknown as Record<string | symbol, unknown>)[prop] }) as typeof pool;
     const logged: string[] = [];
     const states: boolean[] = [];
-    const log = { info: (_o: unknown, m?: string) => logged.push(`info ${m}`), warn: (_o: unknown, m?: string) => logged.push(`warn ${m}`), error() {}, debug() {} };
-    const inv = new Invalidations(switching, () => undefined, log, (stale) => states.push(stale), 0);
+    const log = {
+      info: (_o: unknown, m?: string) => logged.push(`info ${m}`),
+      warn: (_o: unknown, m?: string) => logged.push(`warn ${m}`),
+      error() {},
+      debug() {},
+    };
+    const inv = new Invalidations(
+      switching,
+      () => undefined,
+      log,
+      (stale) => states.push(stale),
+      0,
+    );
     try {
       await inv.poll();
       expect(inv.stale).toBe(false);

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
-import { ensureBuilt, ROOT, runScript, type ProcessRun, type ServerProcess, startServer } from "../server-process.js";
+import { ensureBuilt, type ProcessRun, ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 
 interface Summary {
   imported: number;
@@ -74,8 +74,16 @@ describe("keyhold keys import", () => {
     return JSON.parse(lines[0] as string);
   }
 
-  async function call(op: string, body: unknown, rootKey = admin): Promise<{ status: number; body: { data?: Record<string, unknown>; error?: Record<string, unknown> } }> {
-    const res = await fetch(`${server.url}/v2/${op}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` }, body: JSON.stringify(body) });
+  async function call(
+    op: string,
+    body: unknown,
+    rootKey = admin,
+  ): Promise<{ status: number; body: { data?: Record<string, unknown>; error?: Record<string, unknown> } }> {
+    const res = await fetch(`${server.url}/v2/${op}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown> } };
   }
 
@@ -101,7 +109,16 @@ describe("keyhold keys import", () => {
     return p;
   };
 
-  const importArgs = (f: string, apiId: string, migrationId: string, extra: string[] = []) => ["keys", "import", f, "--api", apiId, "--migration", migrationId, ...extra];
+  const importArgs = (f: string, apiId: string, migrationId: string, extra: string[] = []) => [
+    "keys",
+    "import",
+    f,
+    "--api",
+    apiId,
+    "--migration",
+    migrationId,
+    ...extra,
+  ];
 
   async function hashesIn(apiId: string): Promise<string[]> {
     const [rows] = await h.db.pool.query("SELECT hash FROM `keys` WHERE api_id = ? AND deleted_at_m IS NULL", [apiId]);
@@ -116,7 +133,9 @@ describe("keyhold keys import", () => {
 
   /** Nothing the CLI printed or wrote holds a plaintext key or the root key. */
   function expectNoSecrets(r: ProcessRun, f: string): void {
-    const written = [r.stdout, r.stderr, ...[`${f}.failures.jsonl`, `${f}.import-state.json`].map((p) => (existsSync(p) ? readFileSync(p, "utf8") : ""))].join("\n");
+    const written = [r.stdout, r.stderr, ...[`${f}.failures.jsonl`, `${f}.import-state.json`].map((p) => (existsSync(p) ? readFileSync(p, "utf8") : ""))].join(
+      "\n",
+    );
     for (const s of secrets) expect(written.includes(s), `a secret was printed or written:\n${show(r)}`).toBe(false);
   }
 
@@ -178,8 +197,8 @@ describe("keyhold keys import", () => {
         credits: 10 + i - 1,
         identity: expect.objectContaining({ externalId: `user_${i % 7}` }),
       });
-      expect([...(v.body.data?.roles as string[])]).toEqual(["importer"]);
-      expect([...(v.body.data?.permissions as string[])].sort()).toEqual(["docs.read", `tier.${i % 3}`].sort());
+      expect([...((v.body.data?.roles ?? []) as string[])]).toEqual(["importer"]);
+      expect([...((v.body.data?.permissions ?? []) as string[])].sort()).toEqual(["docs.read", `tier.${i % 3}`].sort());
     }
     expect((await call("keys.verifyKey", { key: keys[5] })).body.data).toMatchObject({ valid: false, code: "DISABLED" });
     expect((await call("keys.verifyKey", { key: keys[6] })).body.data).toMatchObject({ valid: false, code: "EXPIRED" });
@@ -190,8 +209,13 @@ describe("keyhold keys import", () => {
     const apiId = await newApi();
     const migrationId = await newMigration();
     const keys = newKeys(30);
-    const rows = keys.map((k, i) => `${hashKey(k)},"csv, key ${i}","{""n"":${i}}",importer;auditor,docs.read; docs.write,${i === 3 ? "false" : "true"},${i + 1},daily,5,`);
-    const f = file("hashes.csv", `hash,name,meta,roles,permissions,enabled,credits.remaining,credits.refill.interval,credits.refill.amount,credits.refill.refillDay\n${rows.join("\r\n")}\r\n`);
+    const rows = keys.map(
+      (k, i) => `${hashKey(k)},"csv, key ${i}","{""n"":${i}}",importer;auditor,docs.read; docs.write,${i === 3 ? "false" : "true"},${i + 1},daily,5,`,
+    );
+    const f = file(
+      "hashes.csv",
+      `hash,name,meta,roles,permissions,enabled,credits.remaining,credits.refill.interval,credits.refill.amount,credits.refill.refillDay\n${rows.join("\r\n")}\r\n`,
+    );
     const r = await cli(importArgs(f, apiId, migrationId, ["--batch-size", "7"]), { KEYHOLD_ROOT_KEY: admin });
     expect(r.code, show(r)).toBe(0);
     expect(jsonOut(r)).toMatchObject({ imported: 30, failed: 0, failures: {} });
@@ -199,7 +223,7 @@ describe("keyhold keys import", () => {
 
     const v = await call("keys.verifyKey", { key: keys[10], permissions: "docs.write" });
     expect(v.body.data).toMatchObject({ valid: true, name: "csv, key 10", meta: { n: 10 }, credits: 10 });
-    expect([...(v.body.data?.roles as string[])].sort()).toEqual(["auditor", "importer"]);
+    expect([...((v.body.data?.roles ?? []) as string[])].sort()).toEqual(["auditor", "importer"]);
     const got = await call("keys.getKey", { keyId: v.body.data?.keyId });
     expect(got.body.data?.credits).toEqual({ remaining: 10, refill: { interval: "daily", amount: 5 } });
     expect((await call("keys.verifyKey", { key: keys[3] })).body.data).toMatchObject({ valid: false, code: "DISABLED" });
@@ -372,10 +396,19 @@ describe("keyhold keys import", () => {
       req.on("end", async () => {
         const n = seen.push({ idempotencyKey: String(req.headers["idempotency-key"]), replayed: null });
         if (n === 1) {
-          res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ meta: { requestId: "req_proxy" }, error: { status: 503, title: "Service Unavailable", detail: "try later", type: "x/svc/application/service_unavailable" } }));
+          res.writeHead(503, { "content-type": "application/json" }).end(
+            JSON.stringify({
+              meta: { requestId: "req_proxy" },
+              error: { status: 503, title: "Service Unavailable", detail: "try later", type: "x/svc/application/service_unavailable" },
+            }),
+          );
           return;
         }
-        const headers = { "content-type": "application/json", authorization: String(req.headers.authorization), "idempotency-key": String(req.headers["idempotency-key"]) };
+        const headers = {
+          "content-type": "application/json",
+          authorization: String(req.headers.authorization),
+          "idempotency-key": String(req.headers["idempotency-key"]),
+        };
         const upstream = await fetch(`${server.url}${req.url}`, { method: "POST", headers, body: Buffer.concat(chunks) });
         const text = await upstream.text();
         (seen[n - 1] as { replayed: string | null }).replayed = upstream.headers.get("idempotent-replayed");
@@ -472,7 +505,12 @@ describe("keyhold keys import", () => {
 
   /** A proxy in front of the real server; `handle` answers each request (or passes it on with `forward`). */
   async function proxy(
-    handle: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, forward: () => Promise<{ status: number; text: string }>) => Promise<void> | void,
+    handle: (
+      req: http.IncomingMessage,
+      res: http.ServerResponse,
+      body: Buffer,
+      forward: () => Promise<{ status: number; text: string }>,
+    ) => Promise<void> | void,
   ): Promise<{ url: string; close: () => Promise<void> }> {
     const server_ = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -525,7 +563,9 @@ describe("keyhold keys import", () => {
     const good = newKeys(5);
     const hex = newKeys(250).map((k) => createHash("sha256").update(k).digest("hex"));
     const lines = hex.map((hash) => JSON.stringify({ hash }));
-    good.forEach((k, i) => lines.splice(i * 50, 0, JSON.stringify({ hash: hashKey(k) })));
+    good.forEach((k, i) => {
+      lines.splice(i * 50, 0, JSON.stringify({ hash: hashKey(k) }));
+    });
     const f = file("hex-into-sha256.jsonl", `${lines.join("\n")}\n`);
     let requests = 0;
     const p = await proxy(async (_req, res, _body, forward) => {
@@ -537,7 +577,9 @@ describe("keyhold keys import", () => {
       expect(r.code, show(r)).toBe(4);
       expect(jsonOut(r)).toMatchObject({ imported: 5, failed: 250, failures: { refused: 250 } });
       // The reason once on stderr, not once per record.
-      expect(r.stderr.match(/the server refused line \d+: hash is 64 hex characters, but a sha256 migration takes the standard base64 SHA-256/g)).toHaveLength(1);
+      expect(r.stderr.match(/the server refused line \d+: hash is 64 hex characters, but a sha256 migration takes the standard base64 SHA-256/g)).toHaveLength(
+        1,
+      );
       expect(r.stderr).toContain(`each is in ${f}.failures.jsonl by line`);
     } finally {
       await p.close();
@@ -548,7 +590,9 @@ describe("keyhold keys import", () => {
     expect(failures).toHaveLength(250);
     for (const x of failures) {
       expect(x).toMatchObject({ reason: "refused", hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
-      expect(x.detail).toMatch(/^hash is 64 hex characters, but a sha256 migration takes the standard base64 SHA-256 of the whole key \(44 characters\)\. .*seamapi/);
+      expect(x.detail).toMatch(
+        /^hash is 64 hex characters, but a sha256 migration takes the standard base64 SHA-256 of the whole key \(44 characters\)\. .*seamapi/,
+      );
     }
     expect(failures.map((x) => x.hash)).toEqual(hex);
     expect(await hashesIn(apiId)).toEqual(good.map(hashKey).sort());
@@ -637,12 +681,22 @@ describe("keyhold keys import", () => {
     expect(a.code, show(a)).toBe(4);
     expect(a.stderr).toContain(`each is in ${stateA}.failures.jsonl`);
     const failuresA = readFileSync(`${stateA}.failures.jsonl`, "utf8");
-    expect(failuresA.split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([2, 3]);
+    expect(
+      failuresA
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { line: number }).line),
+    ).toEqual([2, 3]);
 
     const b = await cli(importArgs(f, await newApi(), await newMigration(), ["--state", stateB, "--batch-size", "1"]), { KEYHOLD_ROOT_KEY: admin });
     expect(b.code, show(b)).toBe(4);
     // Lines 1 and 4 are in use by run A's keys now: B has its own four failures, A keeps its two.
-    expect(readFileSync(`${stateB}.failures.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([1, 2, 3, 4]);
+    expect(
+      readFileSync(`${stateB}.failures.jsonl`, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { line: number }).line),
+    ).toEqual([1, 2, 3, 4]);
     expect(readFileSync(`${stateA}.failures.jsonl`, "utf8")).toBe(failuresA);
     expect(existsSync(`${f}.failures.jsonl`)).toBe(false);
   });
@@ -650,7 +704,12 @@ describe("keyhold keys import", () => {
   it("a second run on a state file in use is refused; a lock left by a dead run is taken over and removed at the end", async () => {
     const apiId = await newApi();
     const migrationId = await newMigration();
-    const f = file("locked.jsonl", `${newKeys(2).map((key) => JSON.stringify({ key })).join("\n")}\n`);
+    const f = file(
+      "locked.jsonl",
+      `${newKeys(2)
+        .map((key) => JSON.stringify({ key }))
+        .join("\n")}\n`,
+    );
     const lockPath = `${f}.import-state.json.lock`;
     writeFileSync(lockPath, `${process.pid}\n`); // this test's process: alive
     const busy = await cli(importArgs(f, apiId, migrationId), { KEYHOLD_ROOT_KEY: admin });
@@ -673,13 +732,21 @@ describe("keyhold keys import", () => {
     const f = file("http.jsonl", `${JSON.stringify({ key: newKeys(1)[0] })}\n`);
     const remote = await cli(importArgs(f, "api_x12", "mig_x12", ["--url", "http://keyhold.example"]), { KEYHOLD_ROOT_KEY: admin });
     expect(remote.code, show(remote)).toBe(2);
-    expect(remote.stderr).toMatch(/--url http:\/\/keyhold.example is http:\/\/ to another machine: the root key would cross the network in cleartext.*--allow-http/);
+    expect(remote.stderr).toMatch(
+      /--url http:\/\/keyhold.example is http:\/\/ to another machine: the root key would cross the network in cleartext.*--allow-http/,
+    );
     expect(existsSync(`${f}.import-state.json`)).toBe(false);
     const viaEnv = await cli(importArgs(f, "api_x12", "mig_x12"), { KEYHOLD_ROOT_KEY: admin, KEYHOLD_URL: "http://10.0.0.7:7070" });
     expect(viaEnv.code, show(viaEnv)).toBe(2);
     expect(viaEnv.stderr).toMatch(/is http:\/\/ to another machine/);
     // Accepted: the run goes on to the next check (no root key in the environment).
-    for (const extra of [["--url", "http://keyhold.example", "--allow-http"], ["--url", "https://keyhold.example"], ["--url", "http://localhost:1"], ["--url", "http://[::1]:1"], ["--url", "http://127.0.0.2:1"]]) {
+    for (const extra of [
+      ["--url", "http://keyhold.example", "--allow-http"],
+      ["--url", "https://keyhold.example"],
+      ["--url", "http://localhost:1"],
+      ["--url", "http://[::1]:1"],
+      ["--url", "http://127.0.0.2:1"],
+    ]) {
       const ok = await cli(importArgs(f, "api_x12", "mig_x12", extra));
       expect(ok.code, show(ok)).toBe(1);
       expect(ok.stderr).toMatch(/KEYHOLD_ROOT_KEY is not set/);
@@ -693,11 +760,26 @@ describe("keyhold keys import", () => {
     const f = file("fsync.jsonl", `${JSON.stringify({ key: keys[0] })}\n{oops\n${JSON.stringify({ key: keys[1] })}\n`);
     const trace = path.join(dir, "fsync.trace");
     const env = { ...process.env, KEYHOLD_URL: server.url, KEYHOLD_ROOT_KEY: admin };
-    const run = spawnSync("strace", ["-f", "-y", "-qq", "-o", trace, "-e", "trace=write,pwrite64,writev,pwritev,fsync,fdatasync,rename,renameat,renameat2", process.execPath, path.join(ROOT, "bin/keyhold.js"), ...importArgs(f, apiId, migrationId)], {
-      cwd: ROOT,
-      env,
-      encoding: "utf8",
-    });
+    const run = spawnSync(
+      "strace",
+      [
+        "-f",
+        "-y",
+        "-qq",
+        "-o",
+        trace,
+        "-e",
+        "trace=write,pwrite64,writev,pwritev,fsync,fdatasync,rename,renameat,renameat2",
+        process.execPath,
+        path.join(ROOT, "bin/keyhold.js"),
+        ...importArgs(f, apiId, migrationId),
+      ],
+      {
+        cwd: ROOT,
+        env,
+        encoding: "utf8",
+      },
+    );
     expect(run.status, run.stderr).toBe(4);
     const failuresFile = realpathSync(`${f}.failures.jsonl`);
     const stateFile = realpathSync(`${f}.import-state.json`);
@@ -712,7 +794,14 @@ describe("keyhold keys import", () => {
   });
 
   it("bad usage exits 2 with the usage text", async () => {
-    for (const args of [["keys", "import"], ["keys", "import", "x.jsonl", "--migration", "mig_1"], ["keys", "import", "x.jsonl", "--api"], ["keys", "import", "x.jsonl", "--frobnicate"], ["keys", "import", "x.txt", "--api", "api_1", "--migration", "mig_1"], ["keys", "import", "x.jsonl", "--api", "a", "--migration", "m", "--batch-size", "1001"]]) {
+    for (const args of [
+      ["keys", "import"],
+      ["keys", "import", "x.jsonl", "--migration", "mig_1"],
+      ["keys", "import", "x.jsonl", "--api"],
+      ["keys", "import", "x.jsonl", "--frobnicate"],
+      ["keys", "import", "x.txt", "--api", "api_1", "--migration", "mig_1"],
+      ["keys", "import", "x.jsonl", "--api", "a", "--migration", "m", "--batch-size", "1001"],
+    ]) {
       const r = await cli(args, { KEYHOLD_ROOT_KEY: admin });
       expect(r.code, show(r)).toBe(2);
       expect(r.stderr).toMatch(/usage:/);

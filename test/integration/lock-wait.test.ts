@@ -24,7 +24,12 @@ describe("a row lock held by another transaction", () => {
     const runtime = buildDeps(h.config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
     const app = await buildServer({ config: h.config, deps: runtime.deps, services: services(runtime.deps) });
     const post = async (path: string, body: unknown) => {
-      const res = await app.inject({ method: "POST", url: path, headers: { "content-type": "application/json", authorization: `Bearer ${rk}` }, payload: JSON.stringify(body) });
+      const res = await app.inject({
+        method: "POST",
+        url: path,
+        headers: { "content-type": "application/json", authorization: `Bearer ${rk}` },
+        payload: JSON.stringify(body),
+      });
       return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body), text: res.body };
     };
     const holder = await h.db.pool.getConnection();

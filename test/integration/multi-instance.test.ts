@@ -1,8 +1,8 @@
 // Two keyhold instances on one database, as behind a load balancer: credits are
 // exact across them, and a change made on one is seen by the other within 1 s.
 import { describe, expect, inject, it } from "vitest";
-import { useHarness, type Instance } from "../harness.js";
 import { api, key } from "../fixtures.js";
+import { type Instance, useHarness } from "../harness.js";
 
 describe("two instances on one database", () => {
   const h = useHarness();
@@ -29,9 +29,7 @@ describe("two instances on one database", () => {
     const { b, rk } = await pair();
     const apiId = await api(h, rk);
     const k = await key(h, rk, apiId, { credits: { remaining: 50 } });
-    const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? h.post : b.post)("/v2/keys.verifyKey", { key: k.key }, rk)),
-    );
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? h.post : b.post)("/v2/keys.verifyKey", { key: k.key }, rk)));
     expect(results.every((r) => r.status === 200)).toBe(true);
     expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(50);
     expect((await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(0);

@@ -186,7 +186,11 @@ describe("OpenAPI document", () => {
     const handWritten = new Set(["Meta", "FieldError", "ErrorEnvelope"]);
     const undescribed = Object.entries(schemas)
       .filter(([name]) => !handWritten.has(name))
-      .flatMap(([name, s]) => Object.entries<Doc>(s.properties ?? {}).filter(([, p]) => typeof p.description !== "string" || p.description === "").map(([f]) => `${name}.${f}`));
+      .flatMap(([name, s]) =>
+        Object.entries<Doc>(s.properties ?? {})
+          .filter(([, p]) => typeof p.description !== "string" || p.description === "")
+          .map(([f]) => `${name}.${f}`),
+      );
     expect(undescribed).toEqual([]);
   });
 });

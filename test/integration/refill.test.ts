@@ -1,8 +1,8 @@
 // Refills happen on UTC dates without any job to run: the first verification in a
 // new period sets the balance to the refill amount.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../harness.js";
 import { api, key, verify, withClock } from "../fixtures.js";
+import { useHarness } from "../harness.js";
 
 describe("credit refills", () => {
   const h = useHarness();

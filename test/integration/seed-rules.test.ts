@@ -1,8 +1,8 @@
 // The seed's six "Rules for shared identity limits", one test each, plus the
 // exactness and window roll-over figures of the identities/ratelimit issue.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../harness.js";
 import { api, key, midMinute, verify, withClock } from "../fixtures.js";
+import { useHarness } from "../harness.js";
 
 describe("seed rules for shared identity limits", () => {
   const h = useHarness();
@@ -22,7 +22,11 @@ describe("seed rules for shared identity limits", () => {
 
   it("rule 2: an identity has an externalId and a list of rate limits", async () => {
     const rk = await h.rootKey(["*"]);
-    const created = await h.post("/v2/identities.createIdentity", { externalId: "rule2_user", ratelimits: [{ name: "tokens", limit: 5, duration: 60_000 }] }, rk);
+    const created = await h.post(
+      "/v2/identities.createIdentity",
+      { externalId: "rule2_user", ratelimits: [{ name: "tokens", limit: 5, duration: 60_000 }] },
+      rk,
+    );
     expect(created.status, created.text).toBe(200);
     const got = await h.post("/v2/identities.getIdentity", { identity: "rule2_user" }, rk);
     expect(got.body.data).toMatchObject({ externalId: "rule2_user", ratelimits: [{ name: "tokens", limit: 5, duration: 60_000, autoApply: true }] });
@@ -72,12 +76,22 @@ describe("seed rules for shared identity limits", () => {
     );
     const k = await key(h, rk, apiId, { externalId: "rule6_user", ratelimits: [{ name: "calls", limit: 100, duration: 60_000, autoApply: false }] });
     await at(mid(), async () => {
-      const ok = await verify(h, rk, k.key, { ratelimits: [{ name: "tokens", cost: 7 }, { name: "calls", cost: 1 }] });
+      const ok = await verify(h, rk, k.key, {
+        ratelimits: [
+          { name: "tokens", cost: 7 },
+          { name: "calls", cost: 1 },
+        ],
+      });
       expect(ok.code).toBe("VALID");
       expect(ok.ratelimits).toEqual(
         expect.arrayContaining([expect.objectContaining({ name: "tokens", remaining: 3 }), expect.objectContaining({ name: "calls", remaining: 99 })]),
       );
-      const refused = await verify(h, rk, k.key, { ratelimits: [{ name: "tokens", cost: 7 }, { name: "calls", cost: 1 }] });
+      const refused = await verify(h, rk, k.key, {
+        ratelimits: [
+          { name: "tokens", cost: 7 },
+          { name: "calls", cost: 1 },
+        ],
+      });
       expect(refused).toMatchObject({ valid: false, code: "RATE_LIMITED" });
       // All or nothing: "calls" was not consumed by the refused verification.
       const probe = await verify(h, rk, k.key, { ratelimits: [{ name: "calls", cost: 0 }] });

@@ -4,10 +4,9 @@
 // runs as the real CLI process. Also: production refuses to start without a key,
 // and the development fallback says so at warn.
 import { beforeAll, describe, expect, it } from "vitest";
-import { VaultUnavailableError } from "../../src/storage/vault.js";
 import { isEncryptionKey } from "../../src/server/config.js";
 import { generateEncryptionKey } from "../../src/server/encryption-key.js";
-import { DatabaseVault, Keyring, kekId, rewrapDataKeys } from "../../src/storage/vault.js";
+import { DatabaseVault, Keyring, kekId, rewrapDataKeys, VaultUnavailableError } from "../../src/storage/vault.js";
 import { expectOk, show, uid } from "../contract/shared/helpers.js";
 import { type Instance, type Res, useHarness } from "../harness.js";
 import { ensureBuilt, envWithoutKeys, runScript, startServer } from "../server-process.js";
@@ -108,7 +107,12 @@ describe("key-encryption key rotation", () => {
     expect(await plaintextOf(mid, rk, a.keyId)).toBe(a.key);
     const b = await createRecoverable(mid, rk, apiId);
     expect(await plaintextOf(mid, rk, b.keyId)).toBe(b.key);
-    expect(await listedPlaintexts(mid, rk, apiId)).toEqual(new Map([[a.keyId, a.key], [b.keyId, b.key]]));
+    expect(await listedPlaintexts(mid, rk, apiId)).toEqual(
+      new Map([
+        [a.keyId, a.key],
+        [b.keyId, b.key],
+      ]),
+    );
     expect(await dataKeyRows(ws)).toEqual([before]);
     // A workspace's first data key is wrapped by the current KEK.
     const rkNew = await h.rootKey(["*"], uid("ws_new"));
@@ -131,7 +135,12 @@ describe("key-encryption key rotation", () => {
     expect(await plaintextOf(k2, rk, a.keyId)).toBe(a.key);
     expect(await plaintextOf(k2, rk, b.keyId)).toBe(b.key);
     expect(await plaintextOf(k2, rkNew, c.keyId)).toBe(c.key);
-    expect(await listedPlaintexts(k2, rk, apiId)).toEqual(new Map([[a.keyId, a.key], [b.keyId, b.key]]));
+    expect(await listedPlaintexts(k2, rk, apiId)).toEqual(
+      new Map([
+        [a.keyId, a.key],
+        [b.keyId, b.key],
+      ]),
+    );
     // The instance still serving from before the rotation keeps working too.
     expect(await plaintextOf(mid, rk, a.keyId)).toBe(a.key);
 
@@ -228,7 +237,9 @@ describe("key-encryption key rotation", () => {
     expect(cli.code, cli.stderr).not.toBe(0);
     expect(cli.stdout).toBe("");
     for (const r of [server, cli]) {
-      expect(r.stderr).toMatch(/^keyhold: invalid configuration: KEYHOLD_ENCRYPTION_KEY is required in production \(NODE_ENV=production\): .*npx keyhold encryption-key generate.*\n$/);
+      expect(r.stderr).toMatch(
+        /^keyhold: invalid configuration: KEYHOLD_ENCRYPTION_KEY is required in production \(NODE_ENV=production\): .*npx keyhold encryption-key generate.*\n$/,
+      );
       expect(r.stderr.trim().split("\n"), r.stderr).toHaveLength(1);
     }
     // Commands that never decrypt still run there.

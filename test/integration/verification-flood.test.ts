@@ -4,8 +4,8 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
-import { useHarness } from "../harness.js";
 import { api, key, verify } from "../fixtures.js";
+import { useHarness } from "../harness.js";
 
 const randomKey = (): string => `flood_${randomBytes(16).toString("hex")}`;
 

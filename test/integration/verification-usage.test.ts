@@ -3,9 +3,9 @@
 // path itself), kept through a failed write, and read back per workspace only.
 import { beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../../src/core/errors.js";
-import { ensureWorkspace } from "../../src/storage/workspaces.js";
 import { queryUsage } from "../../src/domain/keys/usage-query.js";
 import { sweepVerificationUsage, type UsagePoint } from "../../src/storage/usage.js";
+import { ensureWorkspace } from "../../src/storage/workspaces.js";
 import { api, key, verify, withClock } from "../fixtures.js";
 import { useHarness } from "../harness.js";
 

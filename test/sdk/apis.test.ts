@@ -1,8 +1,9 @@
 // @unkey/api against keyhold: the `apis` group (createApi, getApi, listKeys, deleteApi).
-import { ForbiddenErrorResponse, NotFoundErrorResponse, PreconditionFailedErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
+
 import type { Unkey } from "@unkey/api";
+import { ForbiddenErrorResponse, NotFoundErrorResponse, PreconditionFailedErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { describe, expect, it } from "vitest";
-import { NOTHING, expectBadRequest, expectSdkError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api apis.*", () => {
   const w = useSdk();
@@ -54,7 +55,13 @@ describe("@unkey/api apis.*", () => {
       await expectAuthFailures((c) => c.apis.getApi({ apiId }));
       // A grant for another API is not one for this API.
       const other = await newApi();
-      await expectSdkError(h, (await w.client([`apis.${other}.read_api`])).apis.getApi({ apiId }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client([`apis.${other}.read_api`])).apis.getApi({ apiId }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("404: an unknown apiId is NotFoundErrorResponse api_not_found", async () => {
@@ -114,7 +121,13 @@ describe("@unkey/api apis.*", () => {
     it("401 and 403 (read_api without read_key is not enough)", async () => {
       const apiId = await newApi();
       await expectAuthFailures((c) => c.apis.listKeys({ apiId }));
-      await expectSdkError(h, (await w.client([`apis.${apiId}.read_api`])).apis.listKeys({ apiId }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client([`apis.${apiId}.read_api`])).apis.listKeys({ apiId }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("404: an unknown apiId", async () => {

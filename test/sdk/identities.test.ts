@@ -2,7 +2,7 @@
 import type { Unkey } from "@unkey/api";
 import { ConflictErrorResponse, ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { NOTHING, expectBadRequest, expectSdkError, expectUntypedError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, expectUntypedError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api identities.*", () => {
   const w = useSdk();
@@ -26,7 +26,9 @@ describe("@unkey/api identities.*", () => {
   describe("createIdentity", () => {
     it("200: an identityId; meta and limits are stored", async () => {
       const externalId = uid("user");
-      const res = await ok((await w.client(["identity.*.create_identity"])).identities.createIdentity({ externalId, meta: { plan: "team" }, ratelimits: [limit] }));
+      const res = await ok(
+        (await w.client(["identity.*.create_identity"])).identities.createIdentity({ externalId, meta: { plan: "team" }, ratelimits: [limit] }),
+      );
       expect(res.data.identityId).toMatch(/^id_/);
       expect((await admin.identities.getIdentity({ identity: res.data.identityId })).data).toEqual({
         id: res.data.identityId,
@@ -94,7 +96,13 @@ describe("@unkey/api identities.*", () => {
     it("401 and 403 (a per-identity read grant does not cover the list)", async () => {
       await expectAuthFailures((c) => c.identities.listIdentities({}));
       const { id } = await newIdentity();
-      await expectSdkError(h, (await w.client([`identity.${id}.read_identity`])).identities.listIdentities({}), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client([`identity.${id}.read_identity`])).identities.listIdentities({}),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
   });
 
@@ -104,7 +112,16 @@ describe("@unkey/api identities.*", () => {
       const id = (await admin.identities.createIdentity({ externalId, meta: { a: 1 }, ratelimits: [limit, { ...limit, name: "other" }] })).data.identityId;
       const before = (await admin.identities.getIdentity({ identity: id })).data.ratelimits ?? [];
       const c = await w.client(["identity.*.update_identity"]);
-      const res = await ok(c.identities.updateIdentity({ identity: externalId, meta: { b: 2 }, ratelimits: [{ ...limit, limit: 20 }, { name: "added", limit: 1, duration: 1_000, autoApply: false }] }));
+      const res = await ok(
+        c.identities.updateIdentity({
+          identity: externalId,
+          meta: { b: 2 },
+          ratelimits: [
+            { ...limit, limit: 20 },
+            { name: "added", limit: 1, duration: 1_000, autoApply: false },
+          ],
+        }),
+      );
       expect(res.data).toEqual({
         id,
         externalId,
@@ -130,7 +147,13 @@ describe("@unkey/api identities.*", () => {
     });
 
     it("404: unknown identity", async () => {
-      await expectSdkError(h, admin.identities.updateIdentity({ identity: uid("nobody"), meta: {} }), NotFoundErrorResponse, 404, "err:svc:data:identity_not_found");
+      await expectSdkError(
+        h,
+        admin.identities.updateIdentity({ identity: uid("nobody"), meta: {} }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:identity_not_found",
+      );
     });
   });
 

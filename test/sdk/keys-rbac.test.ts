@@ -3,7 +3,7 @@
 import type { Unkey } from "@unkey/api";
 import { ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { NOTHING, expectBadRequest, expectSdkError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api keys.* (permissions and roles of a key)", () => {
   const w = useSdk();
@@ -16,7 +16,8 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
     apiId = (await admin.apis.createApi({ name: uid("rbac") })).data.apiId;
   });
 
-  const newKeyId = async (fields: { permissions?: string[]; roles?: string[] } = {}): Promise<string> => (await admin.keys.createKey({ apiId, ...fields })).data.keyId;
+  const newKeyId = async (fields: { permissions?: string[]; roles?: string[] } = {}): Promise<string> =>
+    (await admin.keys.createKey({ apiId, ...fields })).data.keyId;
 
   /** A permission created through the API: {id, name, slug, description}. */
   async function permission(slug = uid("perm")) {
@@ -48,7 +49,9 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
       const fresh = uid("fresh");
       const c = await w.client([`apis.${apiId}.update_key`, "rbac.*.add_permission_to_key", "rbac.*.create_permission"]);
       const res = await ok(c.keys.addPermissions({ keyId, permissions: [known.slug, fresh, existing.slug] }));
-      expect(res.data).toEqual(expect.arrayContaining([existing, known, { id: expect.stringMatching(/^perm_/), name: fresh, slug: fresh, description: expect.any(String) }]));
+      expect(res.data).toEqual(
+        expect.arrayContaining([existing, known, { id: expect.stringMatching(/^perm_/), name: fresh, slug: fresh, description: expect.any(String) }]),
+      );
       expect(res.data).toHaveLength(3);
       const got = (await admin.keys.getKey({ keyId })).data.permissions ?? [];
       expect(got.sort()).toEqual([existing.slug, known.slug, fresh].sort());
@@ -65,11 +68,23 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
       const p = await permission();
       await expectAuthFailures((c) => c.keys.addPermissions({ keyId, permissions: [p.slug] }));
       const noCreate = await w.client([`apis.${apiId}.update_key`, "rbac.*.add_permission_to_key"]);
-      await expectSdkError(h, noCreate.keys.addPermissions({ keyId, permissions: [uid("new")] }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        noCreate.keys.addPermissions({ keyId, permissions: [uid("new")] }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("404: an unknown keyId", async () => {
-      await expectSdkError(h, admin.keys.addPermissions({ keyId: "key_doesnotexist1", permissions: ["a.b"] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.addPermissions({ keyId: "key_doesnotexist1", permissions: ["a.b"] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:key_not_found",
+      );
     });
   });
 
@@ -94,8 +109,20 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
     });
 
     it("404: unknown keyId (key_not_found) and a slug the workspace lacks (permission_not_found)", async () => {
-      await expectSdkError(h, admin.keys.removePermissions({ keyId: "key_doesnotexist1", permissions: ["a.b"] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
-      await expectSdkError(h, admin.keys.removePermissions({ keyId: await newKeyId(), permissions: [uid("nope")] }), NotFoundErrorResponse, 404, "err:svc:data:permission_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.removePermissions({ keyId: "key_doesnotexist1", permissions: ["a.b"] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:key_not_found",
+      );
+      await expectSdkError(
+        h,
+        admin.keys.removePermissions({ keyId: await newKeyId(), permissions: [uid("nope")] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:permission_not_found",
+      );
     });
   });
 
@@ -121,7 +148,13 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
     });
 
     it("404: an unknown keyId", async () => {
-      await expectSdkError(h, admin.keys.setPermissions({ keyId: "key_doesnotexist1", permissions: [] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.setPermissions({ keyId: "key_doesnotexist1", permissions: [] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:key_not_found",
+      );
     });
   });
 
@@ -133,7 +166,12 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
       const keyId = await newKeyId({ roles: [r1.name] });
       const c = await w.client([`apis.${apiId}.update_key`, "rbac.*.add_role_to_key"]);
       const res = await ok(c.keys.addRoles({ keyId, roles: [r2.name, r1.name] }));
-      expect(byId(res.data)).toEqual(byId([{ ...r1, description: "a role" }, { ...r2, description: "a role", permissions: [p] }]));
+      expect(byId(res.data)).toEqual(
+        byId([
+          { ...r1, description: "a role" },
+          { ...r2, description: "a role", permissions: [p] },
+        ]),
+      );
       expect((await admin.keys.getKey({ keyId })).data.roles?.sort()).toEqual([r1.name, r2.name].sort());
     });
 
@@ -150,7 +188,13 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
     it("404: unknown keyId and unknown role", async () => {
       const r = await role();
       await expectSdkError(h, admin.keys.addRoles({ keyId: "key_doesnotexist1", roles: [r.name] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
-      await expectSdkError(h, admin.keys.addRoles({ keyId: await newKeyId(), roles: [uid("norole")] }), NotFoundErrorResponse, 404, "err:svc:data:role_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.addRoles({ keyId: await newKeyId(), roles: [uid("norole")] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:role_not_found",
+      );
     });
   });
 
@@ -175,8 +219,20 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
     });
 
     it("404: unknown keyId and unknown role", async () => {
-      await expectSdkError(h, admin.keys.removeRoles({ keyId: "key_doesnotexist1", roles: ["x_role"] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
-      await expectSdkError(h, admin.keys.removeRoles({ keyId: await newKeyId(), roles: [uid("norole")] }), NotFoundErrorResponse, 404, "err:svc:data:role_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.removeRoles({ keyId: "key_doesnotexist1", roles: ["x_role"] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:key_not_found",
+      );
+      await expectSdkError(
+        h,
+        admin.keys.removeRoles({ keyId: await newKeyId(), roles: [uid("norole")] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:role_not_found",
+      );
     });
   });
 
@@ -202,7 +258,13 @@ describe("@unkey/api keys.* (permissions and roles of a key)", () => {
 
     it("404: unknown keyId and unknown role", async () => {
       await expectSdkError(h, admin.keys.setRoles({ keyId: "key_doesnotexist1", roles: [] }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
-      await expectSdkError(h, admin.keys.setRoles({ keyId: await newKeyId(), roles: [uid("norole")] }), NotFoundErrorResponse, 404, "err:svc:data:role_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.setRoles({ keyId: await newKeyId(), roles: [uid("norole")] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:role_not_found",
+      );
     });
   });
 });

@@ -5,7 +5,7 @@ import type { Unkey } from "@unkey/api";
 import { BadRequestErrorResponse, ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
 import { midMinute, withClock } from "../fixtures.js";
-import { NOTHING, expectBadRequest, expectSdkError, expectUntypedError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, expectUntypedError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api keys.* (key operations)", () => {
   const w = useSdk();
@@ -88,7 +88,13 @@ describe("@unkey/api keys.* (key operations)", () => {
     it("401 and 403", async () => {
       await expectAuthFailures((c) => c.keys.createKey({ apiId }));
       // create_key without encrypt_key may not make a recoverable key.
-      await expectSdkError(h, (await w.client(["apis.*.create_key"])).keys.createKey({ apiId, recoverable: true }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client(["apis.*.create_key"])).keys.createKey({ apiId, recoverable: true }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("404: an unknown apiId (api_not_found) and an unknown role (role_not_found)", async () => {
@@ -102,7 +108,11 @@ describe("@unkey/api keys.* (key operations)", () => {
       const role = uid("editor");
       await admin.permissions.createRole({ name: role, permissions: ["docs.write"] });
       const externalId = uid("user");
-      await admin.identities.createIdentity({ externalId, meta: { tier: "gold" }, ratelimits: [{ name: "shared", limit: 100, duration: 60_000, autoApply: true }] });
+      await admin.identities.createIdentity({
+        externalId,
+        meta: { tier: "gold" },
+        ratelimits: [{ name: "shared", limit: 100, duration: 60_000, autoApply: true }],
+      });
       const expires = Date.now() + 3_600_000;
       const { key, keyId } = await newKey({
         name: "verifier",
@@ -134,8 +144,26 @@ describe("@unkey/api keys.* (key operations)", () => {
           ratelimits: [{ id: expect.stringMatching(/^rl_/), name: "shared", limit: 100, duration: 60_000, autoApply: true }],
         },
         ratelimits: expect.arrayContaining([
-          { id: expect.stringMatching(/^rl_/), name: "per_key", limit: 5, duration: 60_000, reset: expect.any(Number), remaining: 4, exceeded: false, autoApply: true },
-          { id: expect.stringMatching(/^rl_/), name: "shared", limit: 100, duration: 60_000, reset: expect.any(Number), remaining: 99, exceeded: false, autoApply: true },
+          {
+            id: expect.stringMatching(/^rl_/),
+            name: "per_key",
+            limit: 5,
+            duration: 60_000,
+            reset: expect.any(Number),
+            remaining: 4,
+            exceeded: false,
+            autoApply: true,
+          },
+          {
+            id: expect.stringMatching(/^rl_/),
+            name: "shared",
+            limit: 100,
+            duration: 60_000,
+            reset: expect.any(Number),
+            remaining: 99,
+            exceeded: false,
+            autoApply: true,
+          },
         ]),
       });
       expect(res.data.ratelimits).toHaveLength(2);
@@ -143,34 +171,63 @@ describe("@unkey/api keys.* (key operations)", () => {
     });
 
     // The clock is fixed mid-minute so that the two verifications of the rate-limited key share one window.
-    it("200 with valid:false: NOT_FOUND, DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, USAGE_EXCEEDED, RATE_LIMITED", () => withClock(h, midMinute(), async () => {
-      const c = await w.client([`apis.${apiId}.verify_key`]);
-      expect((await ok(c.keys.verifyKey({ key: "sk_doesnotexist123456" }))).data).toEqual({ valid: false, code: "NOT_FOUND" });
-      const disabled = await newKey({ enabled: false });
-      expect((await ok(c.keys.verifyKey({ key: disabled.key }))).data).toMatchObject({ valid: false, code: "DISABLED", keyId: disabled.keyId, enabled: false });
-      const expired = await newKey({ expires: h.deps.clock.now() - 1000 });
-      expect((await ok(c.keys.verifyKey({ key: expired.key }))).data).toMatchObject({ valid: false, code: "EXPIRED", keyId: expired.keyId });
-      const plain = await newKey({ permissions: ["a.read"] });
-      expect((await ok(c.keys.verifyKey({ key: plain.key, permissions: "a.write" }))).data).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS", keyId: plain.keyId });
-      const empty = await newKey({ credits: { remaining: 0 } });
-      expect((await ok(c.keys.verifyKey({ key: empty.key }))).data).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", credits: 0 });
-      const limited = await newKey({ ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }] });
-      expect((await ok(c.keys.verifyKey({ key: limited.key }))).data.valid).toBe(true);
-      const denied = await ok(c.keys.verifyKey({ key: limited.key }));
-      expect(denied.data).toMatchObject({ valid: false, code: "RATE_LIMITED" });
-      expect(denied.data.ratelimits).toEqual([{ id: expect.any(String), name: "tight", limit: 1, duration: 60_000, reset: expect.any(Number), remaining: 0, exceeded: true, autoApply: true }]);
-      // A root key with verify_key for another API only reads as NOT_FOUND (no existence leak).
-      const other = (await admin.apis.createApi({ name: uid("other") })).data.apiId;
-      expect((await ok((await w.client([`apis.${other}.verify_key`])).keys.verifyKey({ key: plain.key }))).data).toEqual({ valid: false, code: "NOT_FOUND" });
-    }));
+    it("200 with valid:false: NOT_FOUND, DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, USAGE_EXCEEDED, RATE_LIMITED", () =>
+      withClock(h, midMinute(), async () => {
+        const c = await w.client([`apis.${apiId}.verify_key`]);
+        expect((await ok(c.keys.verifyKey({ key: "sk_doesnotexist123456" }))).data).toEqual({ valid: false, code: "NOT_FOUND" });
+        const disabled = await newKey({ enabled: false });
+        expect((await ok(c.keys.verifyKey({ key: disabled.key }))).data).toMatchObject({
+          valid: false,
+          code: "DISABLED",
+          keyId: disabled.keyId,
+          enabled: false,
+        });
+        const expired = await newKey({ expires: h.deps.clock.now() - 1000 });
+        expect((await ok(c.keys.verifyKey({ key: expired.key }))).data).toMatchObject({ valid: false, code: "EXPIRED", keyId: expired.keyId });
+        const plain = await newKey({ permissions: ["a.read"] });
+        expect((await ok(c.keys.verifyKey({ key: plain.key, permissions: "a.write" }))).data).toMatchObject({
+          valid: false,
+          code: "INSUFFICIENT_PERMISSIONS",
+          keyId: plain.keyId,
+        });
+        const empty = await newKey({ credits: { remaining: 0 } });
+        expect((await ok(c.keys.verifyKey({ key: empty.key }))).data).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", credits: 0 });
+        const limited = await newKey({ ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }] });
+        expect((await ok(c.keys.verifyKey({ key: limited.key }))).data.valid).toBe(true);
+        const denied = await ok(c.keys.verifyKey({ key: limited.key }));
+        expect(denied.data).toMatchObject({ valid: false, code: "RATE_LIMITED" });
+        expect(denied.data.ratelimits).toEqual([
+          { id: expect.any(String), name: "tight", limit: 1, duration: 60_000, reset: expect.any(Number), remaining: 0, exceeded: true, autoApply: true },
+        ]);
+        // A root key with verify_key for another API only reads as NOT_FOUND (no existence leak).
+        const other = (await admin.apis.createApi({ name: uid("other") })).data.apiId;
+        expect((await ok((await w.client([`apis.${other}.verify_key`])).keys.verifyKey({ key: plain.key }))).data).toEqual({ valid: false, code: "NOT_FOUND" });
+      }));
 
-    it("200: named limits with a cost, and an inline limit (id \"\", autoApply false)", async () => {
+    it('200: named limits with a cost, and an inline limit (id "", autoApply false)', async () => {
       const { key } = await newKey({ ratelimits: [{ name: "manual", limit: 10, duration: 60_000, autoApply: false }] });
-      const res = await ok(admin.keys.verifyKey({ key, ratelimits: [{ name: "manual", cost: 4 }, { name: "inline", limit: 3, duration: 10_000 }] }));
+      const res = await ok(
+        admin.keys.verifyKey({
+          key,
+          ratelimits: [
+            { name: "manual", cost: 4 },
+            { name: "inline", limit: 3, duration: 10_000 },
+          ],
+        }),
+      );
       expect(res.data.valid).toBe(true);
       expect(res.data.ratelimits).toEqual(
         expect.arrayContaining([
-          { id: expect.stringMatching(/^rl_/), name: "manual", limit: 10, duration: 60_000, reset: expect.any(Number), remaining: 6, exceeded: false, autoApply: false },
+          {
+            id: expect.stringMatching(/^rl_/),
+            name: "manual",
+            limit: 10,
+            duration: 60_000,
+            reset: expect.any(Number),
+            remaining: 6,
+            exceeded: false,
+            autoApply: false,
+          },
           { id: "", name: "inline", limit: 3, duration: 10_000, reset: expect.any(Number), remaining: 2, exceeded: false, autoApply: false },
         ]),
       );
@@ -179,7 +236,13 @@ describe("@unkey/api keys.* (key operations)", () => {
     it("400: an empty key names `key`; a broken permissions query is permissions_query_syntax_error", async () => {
       await expectBadRequest(h, admin.keys.verifyKey({ key: "" }), "key");
       const { key } = await newKey();
-      const err = await expectSdkError(h, admin.keys.verifyKey({ key, permissions: "a AND" }), BadRequestErrorResponse, 400, "err:user:bad_request:permissions_query_syntax_error");
+      const err = await expectSdkError(
+        h,
+        admin.keys.verifyKey({ key, permissions: "a AND" }),
+        BadRequestErrorResponse,
+        400,
+        "err:user:bad_request:permissions_query_syntax_error",
+      );
       expect(err.error.errors).toEqual(expect.any(Array));
     });
 
@@ -215,7 +278,13 @@ describe("@unkey/api keys.* (key operations)", () => {
     it("401 and 403 (decrypt without decrypt_key)", async () => {
       const { keyId } = await newKey({ recoverable: true });
       await expectAuthFailures((c) => c.keys.getKey({ keyId }));
-      await expectSdkError(h, (await w.client([`apis.${apiId}.read_key`])).keys.getKey({ keyId, decrypt: true }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client([`apis.${apiId}.read_key`])).keys.getKey({ keyId, decrypt: true }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("404: an unknown keyId", async () => {
@@ -291,7 +360,13 @@ describe("@unkey/api keys.* (key operations)", () => {
         ratelimits: [{ id: expect.stringMatching(/^rl_/), name: "burst", limit: 2, duration: 1_000, autoApply: true }],
       });
       await ok(c.keys.updateKey({ keyId, name: null, meta: null, externalId: null, credits: null, enabled: true, roles: [], permissions: [], ratelimits: [] }));
-      expect((await admin.keys.getKey({ keyId })).data).toEqual({ keyId, start: expect.any(String), enabled: true, createdAt: expect.any(Number), updatedAt: expect.any(Number) });
+      expect((await admin.keys.getKey({ keyId })).data).toEqual({
+        keyId,
+        start: expect.any(String),
+        enabled: true,
+        createdAt: expect.any(Number),
+        updatedAt: expect.any(Number),
+      });
     });
 
     it("200: a monthly refill without refillDay refills on day 1 (contract decision 7)", async () => {
@@ -302,7 +377,11 @@ describe("@unkey/api keys.* (key operations)", () => {
 
     it("400: a daily refill with a refillDay names `credits.refill.refillDay`; a bad externalId names `externalId`", async () => {
       const { keyId } = await newKey();
-      await expectBadRequest(h, admin.keys.updateKey({ keyId, credits: { remaining: 1, refill: { interval: "daily", amount: 5, refillDay: 3 } } }), "credits.refill.refillDay");
+      await expectBadRequest(
+        h,
+        admin.keys.updateKey({ keyId, credits: { remaining: 1, refill: { interval: "daily", amount: 5, refillDay: 3 } } }),
+        "credits.refill.refillDay",
+      );
       await expectBadRequest(h, admin.keys.updateKey({ keyId, externalId: "no spaces" }), "externalId");
     });
 
@@ -322,7 +401,10 @@ describe("@unkey/api keys.* (key operations)", () => {
     it("200: set, increment, decrement (floored at 0) and set null (unlimited) return KeyCreditsData", async () => {
       const { keyId } = await newKey({ credits: { remaining: 10, refill: { interval: "monthly", amount: 20, refillDay: 3 } } });
       const c = await w.client([`apis.${apiId}.update_key`]);
-      expect((await ok(c.keys.updateCredits({ keyId, operation: "set", value: 7 }))).data).toEqual({ remaining: 7, refill: { interval: "monthly", amount: 20, refillDay: 3 } });
+      expect((await ok(c.keys.updateCredits({ keyId, operation: "set", value: 7 }))).data).toEqual({
+        remaining: 7,
+        refill: { interval: "monthly", amount: 20, refillDay: 3 },
+      });
       expect((await ok(c.keys.updateCredits({ keyId, operation: "increment", value: 5 }))).data.remaining).toBe(12);
       expect((await ok(c.keys.updateCredits({ keyId, operation: "decrement", value: 100 }))).data.remaining).toBe(0);
       expect((await ok(c.keys.updateCredits({ keyId, operation: "set", value: null }))).data).toEqual({ remaining: null });
@@ -340,7 +422,13 @@ describe("@unkey/api keys.* (key operations)", () => {
     });
 
     it("404: an unknown keyId", async () => {
-      await expectSdkError(h, admin.keys.updateCredits({ keyId: "key_doesnotexist1", operation: "set", value: 1 }), NotFoundErrorResponse, 404, "err:svc:data:key_not_found");
+      await expectSdkError(
+        h,
+        admin.keys.updateCredits({ keyId: "key_doesnotexist1", operation: "set", value: 1 }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:key_not_found",
+      );
     });
   });
 

@@ -6,8 +6,8 @@ import type { Unkey } from "@unkey/api";
 import { ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
-import { type MigrationAlgorithm, insertKeyMigration } from "../../src/storage/key-migrations.js";
-import { NOTHING, expectBadRequest, expectSdkError, ok, uid, useSdk } from "./support.js";
+import { insertKeyMigration, type MigrationAlgorithm } from "../../src/storage/key-migrations.js";
+import { expectBadRequest, expectSdkError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api keys.migrateKeys", () => {
   const w = useSdk();
@@ -111,7 +111,13 @@ describe("@unkey/api keys.migrateKeys", () => {
   it("404: an unknown apiId (api_not_found) and an unknown migrationId (migration_not_found)", async () => {
     const migrationId = await migration("sha256");
     const keys = [{ hash: hashKey(legacyKey()) }];
-    await expectSdkError(h, admin.keys.migrateKeys({ migrationId, apiId: "api_doesnotexist1", keys }), NotFoundErrorResponse, 404, "err:svc:data:api_not_found");
+    await expectSdkError(
+      h,
+      admin.keys.migrateKeys({ migrationId, apiId: "api_doesnotexist1", keys }),
+      NotFoundErrorResponse,
+      404,
+      "err:svc:data:api_not_found",
+    );
     await expectSdkError(h, admin.keys.migrateKeys({ migrationId: uid("nomig"), apiId, keys }), NotFoundErrorResponse, 404, "err:svc:data:migration_not_found");
   });
 });

@@ -3,7 +3,7 @@
 import type { Unkey } from "@unkey/api";
 import { ConflictErrorResponse, ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { NOTHING, expectBadRequest, expectSdkError, expectUntypedError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, expectUntypedError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api permissions.*", () => {
   const w = useSdk();
@@ -35,7 +35,12 @@ describe("@unkey/api permissions.*", () => {
       const slug = uid("documents.read");
       const res = await ok((await w.client(["rbac.*.create_permission"])).permissions.createPermission({ name: "Read documents", slug, description: "read" }));
       expect(res.data.permissionId).toMatch(/^perm_/);
-      expect((await admin.permissions.getPermission({ permission: res.data.permissionId })).data).toEqual({ id: res.data.permissionId, name: "Read documents", slug, description: "read" });
+      expect((await admin.permissions.getPermission({ permission: res.data.permissionId })).data).toEqual({
+        id: res.data.permissionId,
+        name: "Read documents",
+        slug,
+        description: "read",
+      });
     });
 
     it("400: a slug outside the pattern names `slug`", async () => {
@@ -48,7 +53,13 @@ describe("@unkey/api permissions.*", () => {
 
     it("409: the slug exists (ConflictErrorResponse)", async () => {
       const p = await permission();
-      await expectSdkError(h, admin.permissions.createPermission({ name: "other", slug: p.slug }), ConflictErrorResponse, 409, "err:svc:data:permission_already_exists");
+      await expectSdkError(
+        h,
+        admin.permissions.createPermission({ name: "other", slug: p.slug }),
+        ConflictErrorResponse,
+        409,
+        "err:svc:data:permission_already_exists",
+      );
     });
   });
 
@@ -152,7 +163,13 @@ describe("@unkey/api permissions.*", () => {
     it("401 and 403 (permissions need add_permission_to_role)", async () => {
       await expectAuthFailures((c) => c.permissions.createRole({ name: uid("r") }));
       const p = await permission();
-      await expectSdkError(h, (await w.client(["rbac.*.create_role"])).permissions.createRole({ name: uid("r"), permissions: [p.slug] }), ForbiddenErrorResponse, 403, "err:svc:authorization:insufficient_permissions");
+      await expectSdkError(
+        h,
+        (await w.client(["rbac.*.create_role"])).permissions.createRole({ name: uid("r"), permissions: [p.slug] }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
     });
 
     it("409: the name exists (ConflictErrorResponse)", async () => {

@@ -3,7 +3,7 @@ import type { Unkey } from "@unkey/api";
 import { ForbiddenErrorResponse, GoneErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
 import { midMinute, withClock } from "../fixtures.js";
-import { NOTHING, expectBadRequest, expectSdkError, ok, uid, useSdk } from "./support.js";
+import { expectBadRequest, expectSdkError, NOTHING, ok, uid, useSdk } from "./support.js";
 
 describe("@unkey/api ratelimit.*", () => {
   const w = useSdk();
@@ -34,24 +34,27 @@ describe("@unkey/api ratelimit.*", () => {
 
   describe("limit", () => {
     // The clock is fixed mid-minute so that the sequence never straddles a window edge.
-    it("200: counts down, then denies; a new namespace is created on first use", () => withClock(h, midMinute(), async () => {
-      const name = uid("api_calls");
-      const c = await w.client(["ratelimit.*.limit", "ratelimit.*.create_namespace"]);
-      const req = { namespace: name, identifier: "user_1", limit: 2, duration: 60_000 };
-      const first = await ok(c.ratelimit.limit(req));
-      expect(first.data).toEqual({ limit: 2, remaining: 1, reset: expect.any(Number), success: true });
-      // reset is the end of the current minute window.
-      expect(first.data.reset).toBe(Math.floor(h.deps.clock.now() / 60_000) * 60_000 + 60_000);
-      expect((await ok(c.ratelimit.limit(req))).data).toMatchObject({ limit: 2, remaining: 0, success: true });
-      expect((await ok(c.ratelimit.limit(req))).data).toMatchObject({ limit: 2, remaining: 0, success: false });
-      // cost 0 checks without consuming.
-      expect((await ok(c.ratelimit.limit({ ...req, identifier: "user_2", cost: 0 }))).data).toMatchObject({ remaining: 2, success: true });
-    }));
+    it("200: counts down, then denies; a new namespace is created on first use", () =>
+      withClock(h, midMinute(), async () => {
+        const name = uid("api_calls");
+        const c = await w.client(["ratelimit.*.limit", "ratelimit.*.create_namespace"]);
+        const req = { namespace: name, identifier: "user_1", limit: 2, duration: 60_000 };
+        const first = await ok(c.ratelimit.limit(req));
+        expect(first.data).toEqual({ limit: 2, remaining: 1, reset: expect.any(Number), success: true });
+        // reset is the end of the current minute window.
+        expect(first.data.reset).toBe(Math.floor(h.deps.clock.now() / 60_000) * 60_000 + 60_000);
+        expect((await ok(c.ratelimit.limit(req))).data).toMatchObject({ limit: 2, remaining: 0, success: true });
+        expect((await ok(c.ratelimit.limit(req))).data).toMatchObject({ limit: 2, remaining: 0, success: false });
+        // cost 0 checks without consuming.
+        expect((await ok(c.ratelimit.limit({ ...req, identifier: "user_2", cost: 0 }))).data).toMatchObject({ remaining: 2, success: true });
+      }));
 
     it("200: an override applies and is named by overrideId", async () => {
       const ns = await namespace();
       const { overrideId } = (await admin.ratelimit.setOverride({ namespace: ns.name, identifier: "vip_*", limit: 100, duration: 60_000 })).data;
-      const res = await ok((await w.client([`ratelimit.${ns.id}.limit`])).ratelimit.limit({ namespace: ns.id, identifier: "vip_7", limit: 1, duration: 1_000 }));
+      const res = await ok(
+        (await w.client([`ratelimit.${ns.id}.limit`])).ratelimit.limit({ namespace: ns.id, identifier: "vip_7", limit: 1, duration: 1_000 }),
+      );
       expect(res.data).toEqual({ limit: 100, remaining: 99, reset: expect.any(Number), success: true, overrideId });
     });
 
@@ -75,39 +78,46 @@ describe("@unkey/api ratelimit.*", () => {
     it("410: a deleted namespace (GoneErrorResponse)", async () => {
       const ns = await namespace();
       await softDelete(ns.name);
-      await expectSdkError(h, admin.ratelimit.limit({ namespace: ns.name, identifier: "x", limit: 1, duration: 1_000 }), GoneErrorResponse, 410, "err:svc:data:ratelimit_namespace_gone");
+      await expectSdkError(
+        h,
+        admin.ratelimit.limit({ namespace: ns.name, identifier: "x", limit: 1, duration: 1_000 }),
+        GoneErrorResponse,
+        410,
+        "err:svc:data:ratelimit_namespace_gone",
+      );
     });
   });
 
   describe("multiLimit", () => {
-    it("200: every check's result; all or nothing when one fails", () => withClock(h, midMinute(), async () => {
-      const a = uid("ns_a");
-      const b = uid("ns_b");
-      const c = await w.client(["ratelimit.*.limit", "ratelimit.*.create_namespace"]);
-      const res = await ok(
-        c.ratelimit.multiLimit([
-          { namespace: a, identifier: "u", limit: 5, duration: 60_000, cost: 2 },
-          { namespace: b, identifier: "u", limit: 1, duration: 60_000 },
-        ]),
-      );
-      expect(res.data).toEqual({
-        passed: true,
-        limits: [
-          { namespace: a, identifier: "u", limit: 5, remaining: 3, reset: expect.any(Number), passed: true },
-          { namespace: b, identifier: "u", limit: 1, remaining: 0, reset: expect.any(Number), passed: true },
-        ],
-      });
-      const denied = await ok(
-        c.ratelimit.multiLimit([
-          { namespace: a, identifier: "u", limit: 5, duration: 60_000 },
-          { namespace: b, identifier: "u", limit: 1, duration: 60_000 },
-        ]),
-      );
-      expect(denied.data.passed).toBe(false);
-      expect(denied.data.limits.map((l) => l.passed)).toEqual([true, false]);
-      // Nothing was consumed by the refused call: a still has 3.
-      expect((await admin.ratelimit.limit({ namespace: a, identifier: "u", limit: 5, duration: 60_000, cost: 0 })).data.remaining).toBe(3);
-    }));
+    it("200: every check's result; all or nothing when one fails", () =>
+      withClock(h, midMinute(), async () => {
+        const a = uid("ns_a");
+        const b = uid("ns_b");
+        const c = await w.client(["ratelimit.*.limit", "ratelimit.*.create_namespace"]);
+        const res = await ok(
+          c.ratelimit.multiLimit([
+            { namespace: a, identifier: "u", limit: 5, duration: 60_000, cost: 2 },
+            { namespace: b, identifier: "u", limit: 1, duration: 60_000 },
+          ]),
+        );
+        expect(res.data).toEqual({
+          passed: true,
+          limits: [
+            { namespace: a, identifier: "u", limit: 5, remaining: 3, reset: expect.any(Number), passed: true },
+            { namespace: b, identifier: "u", limit: 1, remaining: 0, reset: expect.any(Number), passed: true },
+          ],
+        });
+        const denied = await ok(
+          c.ratelimit.multiLimit([
+            { namespace: a, identifier: "u", limit: 5, duration: 60_000 },
+            { namespace: b, identifier: "u", limit: 1, duration: 60_000 },
+          ]),
+        );
+        expect(denied.data.passed).toBe(false);
+        expect(denied.data.limits.map((l) => l.passed)).toEqual([true, false]);
+        // Nothing was consumed by the refused call: a still has 3.
+        expect((await admin.ratelimit.limit({ namespace: a, identifier: "u", limit: 5, duration: 60_000, cost: 0 })).data.remaining).toBe(3);
+      }));
 
     it("400: an empty array; a bad item names its index", async () => {
       await expectBadRequest(h, admin.ratelimit.multiLimit([]), "limits");
@@ -143,7 +153,12 @@ describe("@unkey/api ratelimit.*", () => {
       expect(first.data.overrideId).toMatch(/^rlor_/);
       const again = await ok(c.ratelimit.setOverride({ namespace: ns.id, identifier: "acme", limit: 0, duration: 1_000 }));
       expect(again.data.overrideId).toBe(first.data.overrideId);
-      expect((await admin.ratelimit.getOverride({ namespace: ns.name, identifier: "acme" })).data).toEqual({ overrideId: first.data.overrideId, identifier: "acme", limit: 0, duration: 1_000 });
+      expect((await admin.ratelimit.getOverride({ namespace: ns.name, identifier: "acme" })).data).toEqual({
+        overrideId: first.data.overrideId,
+        identifier: "acme",
+        limit: 0,
+        duration: 1_000,
+      });
     });
 
     it("400: a negative limit names `limit`", async () => {
@@ -185,14 +200,26 @@ describe("@unkey/api ratelimit.*", () => {
       const ns = await namespace();
       await admin.ratelimit.setOverride({ namespace: ns.name, identifier: "x", limit: 1, duration: 1_000 });
       await expectAuthFailures((c) => c.ratelimit.getOverride({ namespace: ns.name, identifier: "x" }), false);
-      await expectSdkError(h, (await w.client(NOTHING)).ratelimit.getOverride({ namespace: ns.name, identifier: "x" }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_override_not_found");
+      await expectSdkError(
+        h,
+        (await w.client(NOTHING)).ratelimit.getOverride({ namespace: ns.name, identifier: "x" }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:ratelimit_override_not_found",
+      );
     });
 
     // The seed's override_not_found covers "wrong namespace" too, so an unknown namespace is not namespace_not_found here.
     it("404: no override, and an unknown namespace, are override_not_found with the seed's detail", async () => {
       const ns = await namespace();
       for (const namespace of [ns.name, uid("nons")]) {
-        const err = await expectSdkError(h, admin.ratelimit.getOverride({ namespace, identifier: "none" }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_override_not_found");
+        const err = await expectSdkError(
+          h,
+          admin.ratelimit.getOverride({ namespace, identifier: "none" }),
+          NotFoundErrorResponse,
+          404,
+          "err:svc:data:ratelimit_override_not_found",
+        );
         expect(err.error.detail).toBe("The requested rate limit override could not be found");
       }
     });
@@ -227,7 +254,13 @@ describe("@unkey/api ratelimit.*", () => {
     });
 
     it("404: an unknown namespace", async () => {
-      await expectSdkError(h, admin.ratelimit.listOverrides({ namespace: uid("nons") }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_namespace_not_found");
+      await expectSdkError(
+        h,
+        admin.ratelimit.listOverrides({ namespace: uid("nons") }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:ratelimit_namespace_not_found",
+      );
     });
   });
 
@@ -237,7 +270,13 @@ describe("@unkey/api ratelimit.*", () => {
       await admin.ratelimit.setOverride({ namespace: ns.name, identifier: "gone", limit: 1, duration: 1_000 });
       const res = await ok((await w.client([`ratelimit.${ns.id}.delete_override`])).ratelimit.deleteOverride({ namespace: ns.name, identifier: "gone" }));
       expect(res.data).toEqual({});
-      await expectSdkError(h, admin.ratelimit.getOverride({ namespace: ns.name, identifier: "gone" }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_override_not_found");
+      await expectSdkError(
+        h,
+        admin.ratelimit.getOverride({ namespace: ns.name, identifier: "gone" }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:ratelimit_override_not_found",
+      );
     });
 
     it("400: an empty identifier names `identifier`", async () => {
@@ -255,8 +294,20 @@ describe("@unkey/api ratelimit.*", () => {
       const ns = await namespace();
       await admin.ratelimit.setOverride({ namespace: ns.name, identifier: "x", limit: 1, duration: 1_000 });
       await admin.ratelimit.deleteOverride({ namespace: ns.name, identifier: "x" });
-      await expectSdkError(h, admin.ratelimit.deleteOverride({ namespace: ns.name, identifier: "x" }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_override_not_found");
-      await expectSdkError(h, admin.ratelimit.deleteOverride({ namespace: uid("nons"), identifier: "x" }), NotFoundErrorResponse, 404, "err:svc:data:ratelimit_override_not_found");
+      await expectSdkError(
+        h,
+        admin.ratelimit.deleteOverride({ namespace: ns.name, identifier: "x" }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:ratelimit_override_not_found",
+      );
+      await expectSdkError(
+        h,
+        admin.ratelimit.deleteOverride({ namespace: uid("nons"), identifier: "x" }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:ratelimit_override_not_found",
+      );
     });
   });
 });

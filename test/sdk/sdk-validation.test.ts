@@ -22,12 +22,20 @@ describe("@unkey/api validates keyhold's responses", () => {
   const w = useSdk();
 
   it("unchanged responses pass", async () => {
-    const c = sdkFor(w.url, await w.h.rootKey(["apis.*.create_api"]), editing((b) => b));
+    const c = sdkFor(
+      w.url,
+      await w.h.rootKey(["apis.*.create_api"]),
+      editing((b) => b),
+    );
     expect((await ok(c.apis.createApi({ name: uid("api") }))).data.apiId).toMatch(/^api_/);
   });
 
   it("a success body missing a required field throws ResponseValidationError", async () => {
-    const c = sdkFor(w.url, await w.h.rootKey(["apis.*.create_api"]), editing((b) => ({ ...b, data: {} })));
+    const c = sdkFor(
+      w.url,
+      await w.h.rootKey(["apis.*.create_api"]),
+      editing((b) => ({ ...b, data: {} })),
+    );
     const e = await failure(c.apis.createApi({ name: uid("api") }));
     expect(e).toBeInstanceOf(ResponseValidationError);
     expect((e as ResponseValidationError).pretty()).toContain("apiId");
@@ -37,7 +45,11 @@ describe("@unkey/api validates keyhold's responses", () => {
     const admin = await w.admin();
     const apiId = (await admin.apis.createApi({ name: uid("api") })).data.apiId;
     const { keyId } = (await admin.keys.createKey({ apiId })).data;
-    const c = sdkFor(w.url, await w.h.rootKey(["*"]), editing((b) => ({ ...b, data: { ...(b.data as object), name: null } })));
+    const c = sdkFor(
+      w.url,
+      await w.h.rootKey(["*"]),
+      editing((b) => ({ ...b, data: { ...(b.data as object), name: null } })),
+    );
     expect(await failure(c.keys.getKey({ keyId }))).toBeInstanceOf(ResponseValidationError);
   });
 

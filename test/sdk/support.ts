@@ -11,16 +11,11 @@
 import type { AddressInfo } from "node:net";
 import { Unkey } from "@unkey/api";
 import type { HTTPClient } from "@unkey/api/lib/http.js";
-import {
-  APIError,
-  BadRequestErrorResponse,
-  ResponseValidationError,
-  UnkeyError,
-} from "@unkey/api/models/errors";
+import { APIError, BadRequestErrorResponse, ResponseValidationError, type UnkeyError } from "@unkey/api/models/errors";
 import { beforeAll, expect } from "vitest";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
-import { type Harness, useHarness } from "../harness.js";
 import { typeUrl, uid } from "../contract/shared/helpers.js";
+import { type Harness, useHarness } from "../harness.js";
 
 export { uid };
 
@@ -130,9 +125,10 @@ export async function expectSdkError<C extends ErrorClass>(
 export async function expectBadRequest(h: Harness, call: Promise<unknown>, field: string): Promise<BadRequestErrorResponse> {
   const err = await expectSdkError(h, call, BadRequestErrorResponse, 400, "err:svc:application:invalid_input");
   expect(err.error.errors.length).toBeGreaterThan(0);
-  expect(err.error.errors.some((x) => x.location === `body.${field}` || x.location.startsWith(`body.${field}.`) || x.location.startsWith(`body.${field}[`)), JSON.stringify(err.error.errors)).toBe(
-    true,
-  );
+  expect(
+    err.error.errors.some((x) => x.location === `body.${field}` || x.location.startsWith(`body.${field}.`) || x.location.startsWith(`body.${field}[`)),
+    JSON.stringify(err.error.errors),
+  ).toBe(true);
   expect(err.error.detail).toContain(field.split(/[.[]/).pop() ?? field);
   return err;
 }

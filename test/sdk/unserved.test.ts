@@ -45,9 +45,7 @@ describe("@unkey/api operations keyhold does not serve", () => {
     const unserved = sdk.filter((op) => !served.has(op));
     const groupOf = (op: string) => op.split(".")[0] ?? "";
     expect(unserved.filter((op) => !UNSERVED_GROUPS.includes(groupOf(op)))).toEqual(UNSERVED_IN_SERVED_GROUPS);
-    expect([...new Set(unserved.map(groupOf))].filter((g) => g !== "analytics").sort()).toEqual(
-      [...UNSERVED_GROUPS, "permissions"].sort(),
-    );
+    expect([...new Set(unserved.map(groupOf))].filter((g) => g !== "analytics").sort()).toEqual([...UNSERVED_GROUPS, "permissions"].sort());
     // And the other way round: keyhold's only JSON operation the SDK lacks is the seed's keys.listKeys.
     expect([...served].filter((op) => !sdk.includes(op))).toEqual(["keys.listKeys"]);
   });
@@ -79,14 +77,25 @@ describe("@unkey/api operations keyhold does not serve", () => {
   it("analytics.*: the SDK declares no 404 for them, so keyhold's 404 surfaces as APIError", async () => {
     const c = await w.admin();
     const query = "SELECT count(*) FROM key_verifications_v1";
-    for (const call of [c.analytics.getVerifications({ query }), c.analytics.getRatelimits({ query }), c.analytics.getRuntimeLogs({ query }), c.analytics.getGatewayRequests({ query })]) {
+    for (const call of [
+      c.analytics.getVerifications({ query }),
+      c.analytics.getRatelimits({ query }),
+      c.analytics.getRuntimeLogs({ query }),
+      c.analytics.getGatewayRequests({ query }),
+    ]) {
       await expectUntypedError(h, call, 404, "err:svc:data:route_not_found");
     }
   });
 
   it("permissions.setRolePermissions: NotFoundErrorResponse route_not_found", async () => {
     const c = await w.admin();
-    const e = await expectSdkError(h, c.permissions.setRolePermissions({ roleId: "role_123", permissions: ["a.b"] }), NotFoundErrorResponse, 404, "err:svc:data:route_not_found");
+    const e = await expectSdkError(
+      h,
+      c.permissions.setRolePermissions({ roleId: "role_123", permissions: ["a.b"] }),
+      NotFoundErrorResponse,
+      404,
+      "err:svc:data:route_not_found",
+    );
     expect(e.error.detail).toMatch(/^No operation exists at POST \/v2\/permissions\./);
   });
 

@@ -330,13 +330,19 @@ describe("dashboard: operators, sessions, CSRF, session-authenticated Connect ca
 
     it("a session past its absolute end, or idle too long, is refused (401) and deleted", async () => {
       const absolute = await signIn();
-      await h.db.pool.query("UPDATE operator_sessions SET expires_at_m = ? WHERE id = ?", [Date.now() - 1, createHash("sha256").update(absolute.token).digest("hex")]);
+      await h.db.pool.query("UPDATE operator_sessions SET expires_at_m = ? WHERE id = ?", [
+        Date.now() - 1,
+        createHash("sha256").update(absolute.token).digest("hex"),
+      ]);
       expect((await request("GET", "/dashboard/api/session", { cookie: absolute.cookie })).status).toBe(401);
       expect(await sessionRows(absolute.token)).toBe(0);
 
       const idle = await signIn();
       const thirteenHoursAgo = Date.now() - 13 * 3_600_000;
-      await h.db.pool.query("UPDATE operator_sessions SET last_seen_at_m = ? WHERE id = ?", [thirteenHoursAgo, createHash("sha256").update(idle.token).digest("hex")]);
+      await h.db.pool.query("UPDATE operator_sessions SET last_seen_at_m = ? WHERE id = ?", [
+        thirteenHoursAgo,
+        createHash("sha256").update(idle.token).digest("hex"),
+      ]);
       expect((await rpc("/keyhold.v2.ApisService/CreateApi", { name: "idle-session" }, idle)).status).toBe(401);
       expect(await sessionRows(idle.token)).toBe(0);
     });
@@ -474,7 +480,10 @@ describe("dashboard: operators, sessions, CSRF, session-authenticated Connect ca
 
     it("cannot touch a workspace the operator does not belong to (same 403 as an unknown one)", async () => {
       const s = await signIn();
-      const foreignKey = await h.rootKey(["*"], String((await h.db.pool.query<RowDataPacket[]>("SELECT name FROM workspaces WHERE id = ?", [otherWorkspaceId]))[0][0]?.name));
+      const foreignKey = await h.rootKey(
+        ["*"],
+        String((await h.db.pool.query<RowDataPacket[]>("SELECT name FROM workspaces WHERE id = ?", [otherWorkspaceId]))[0][0]?.name),
+      );
       const [keyRows] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM root_keys WHERE workspace_id = ?", [otherWorkspaceId]);
       const foreignKeyId = String(keyRows[0]?.id);
       const bodies: Record<string, unknown> = {
@@ -508,7 +517,12 @@ describe("dashboard: operators, sessions, CSRF, session-authenticated Connect ca
       await linkWorkspace(h.db.pool, await insertOperator(h.db.pool, { email: who, passwordHash: await hashPassword(PASSWORD), now }), disabled.id, now);
       await h.db.pool.query("UPDATE workspaces SET enabled = FALSE WHERE id = ?", [disabled.id]);
       const s = await signIn(who);
-      for (const [m, body] of Object.entries({ CreateRootKey: { permissions: ["*"] }, ListRootKeys: {}, RevokeRootKey: { keyId: "rk_whatever" }, ListApis: {} })) {
+      for (const [m, body] of Object.entries({
+        CreateRootKey: { permissions: ["*"] },
+        ListRootKeys: {},
+        RevokeRootKey: { keyId: "rk_whatever" },
+        ListApis: {},
+      })) {
         const res = await rpc(path(m), { ...body, workspaceId: disabled.id }, s);
         expect(res.status, `${m} ${res.text}`).toBe(403);
         expect(res.body.message).toContain("disabled");
@@ -564,7 +578,11 @@ describe("dashboard: operators, sessions, CSRF, session-authenticated Connect ca
       const server = await startServer(h.config.databaseUrl as string, { LOG_LEVEL: "trace", DASHBOARD_SIGNIN_PER_EMAIL: "1000" });
       try {
         const post = (p: string, body: unknown, headers: Record<string, string>) =>
-          fetch(`${server.url}${p}`, { method: "POST", headers: { "content-type": "application/json", origin: server.url, ...headers }, body: JSON.stringify(body) });
+          fetch(`${server.url}${p}`, {
+            method: "POST",
+            headers: { "content-type": "application/json", origin: server.url, ...headers },
+            body: JSON.stringify(body),
+          });
         const res = await post("/dashboard/api/sign-in", { email, password: PASSWORD }, {});
         expect(res.status).toBe(200);
         const token = /keyhold_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1] as string;

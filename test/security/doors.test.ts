@@ -12,14 +12,15 @@
 // took about 240 MB and the bomb about 620 MB.
 // Every answer's request id must then appear in the server's log, at info, with
 // its door, and /metrics must count the requests per door.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import net from "node:net";
+
 import http2 from "node:http2";
+import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ATTACKS, type Attack, DOORS, type DoorName, envelope, type Outcome, peakRssOf, resetPeak, rssOf, send, type Target } from "../doors/attacks.js";
 import { exchange, request } from "../faults/raw-http.js";
 import { useHarness } from "../harness.js";
-import { startServer, type ServerProcess } from "../server-process.js";
-import { type Attack, ATTACKS, DOORS, type DoorName, envelope, type Outcome, peakRssOf, resetPeak, rssOf, send, type Target } from "../doors/attacks.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 
 const MiB = 1024 * 1024;
 /** The most any one attack may add to the server's peak RSS. */
@@ -103,7 +104,9 @@ describe("every door refuses the same hostile requests the same way, within boun
 
   afterAll(async () => {
     // The figures behind the bound, for the record (the closing note quotes them).
-    const table = rows.map((r) => `${r.door.padEnd(13)} ${r.attack.padEnd(40)} ${String(r.outcome.rpc ?? r.outcome.http).padEnd(18)} +${(r.peakGrowth / MiB).toFixed(1)} MiB`);
+    const table = rows.map(
+      (r) => `${r.door.padEnd(13)} ${r.attack.padEnd(40)} ${String(r.outcome.rpc ?? r.outcome.http).padEnd(18)} +${(r.peakGrowth / MiB).toFixed(1)} MiB`,
+    );
     console.log(`peak RSS growth per attack (bound ${PEAK_BOUND / MiB} MiB):\n${table.join("\n")}`);
     await server?.kill();
   });
@@ -124,7 +127,11 @@ describe("every door refuses the same hostile requests the same way, within boun
         expect(outcome.http, shown).toBe(want.http);
         if (want.rpc !== undefined) expect(outcome.rpc, shown).toBe(want.rpc);
         expect(outcome.code, shown).toBe(want.code);
-        if (want.location !== undefined) expect(outcome.locations.some((l) => want.location?.test(l)), shown).toBe(true);
+        if (want.location !== undefined)
+          expect(
+            outcome.locations.some((l) => want.location?.test(l)),
+            shown,
+          ).toBe(true);
         if (attack === "unknown field" && !(door === "json" || door === "connect-json")) {
           expect(outcome.messages.join(" "), shown).toMatch(/field number 31/);
         }
@@ -154,7 +161,10 @@ describe("every door refuses the same hostile requests the same way, within boun
       // Refusals at info (30), answered calls at debug (20).
       expect(line?.level, JSON.stringify(line)).toBe(r.attack === "valid" ? 20 : 30);
     }
-    expect(lines.filter((l) => l.level >= 50), "error-level lines").toEqual([]);
+    expect(
+      lines.filter((l) => l.level >= 50),
+      "error-level lines",
+    ).toEqual([]);
   });
 
   it("counts them in keyhold_requests_total under each door", async () => {
@@ -276,7 +286,9 @@ describe("every door refuses the same hostile requests the same way, within boun
       const before = server.output().length;
       await new Promise<void>((resolve) => {
         const socket = net.connect(server.port, "127.0.0.1", () => {
-          socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nauthorization: Bearer ${fresh}\r\n\r\n{"key":`);
+          socket.write(
+            `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nauthorization: Bearer ${fresh}\r\n\r\n{"key":`,
+          );
           setImmediate(() => socket.destroy());
         });
         socket.on("error", () => undefined);
@@ -300,7 +312,13 @@ describe("every door refuses the same hostile requests the same way, within boun
     const frame = (m: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, m.length]), m]);
     const answer = await new Promise<Record<string, string>>((resolve) => {
       const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
-      const stream = session.request({ ":method": "POST", ":path": "/keyhold.v2.KeysService/Whoami", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${target.rootKey}` });
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/keyhold.v2.KeysService/Whoami",
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: `Bearer ${target.rootKey}`,
+      });
       const fields: Record<string, string> = {};
       const take = (h: http2.IncomingHttpHeaders) => {
         for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
@@ -321,7 +339,10 @@ describe("every door refuses the same hostile requests the same way, within boun
   });
 
   it("answers an unparsable Host on the Connect door like any other request, not with a 500", async () => {
-    const ex = await exchange(server.port, [request("/keyhold.v2.KeysService/Whoami", "{}", { host: "a b", "content-type": "application/json" })], { responses: 1, waitMs: 5_000 });
+    const ex = await exchange(server.port, [request("/keyhold.v2.KeysService/Whoami", "{}", { host: "a b", "content-type": "application/json" })], {
+      responses: 1,
+      waitMs: 5_000,
+    });
     expect(ex.responses[0]?.status, JSON.stringify(ex)).toBe(401);
   });
 
@@ -340,7 +361,14 @@ describe("every door refuses the same hostile requests the same way, within boun
   it("logs and counts a gRPC call to a method no service has", async () => {
     const client = new grpc.Client(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
     const code = await new Promise<number>((resolve) =>
-      client.makeUnaryRequest("/keyhold.v2.KeysService/Nope", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), new grpc.Metadata(), (err) => resolve(err?.code ?? 0)),
+      client.makeUnaryRequest(
+        "/keyhold.v2.KeysService/Nope",
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        new grpc.Metadata(),
+        (err) => resolve(err?.code ?? 0),
+      ),
     );
     client.close();
     expect(code).toBe(grpc.status.UNIMPLEMENTED);
@@ -349,10 +377,14 @@ describe("every door refuses the same hostile requests the same way, within boun
   });
 
   it("answers a Connect call over HTTP/1.0 without a Host header (Connect builds its URL from Host)", async () => {
-    const ex = await exchange(server.port, ["POST /keyhold.v2.KeysService/VerifyKey HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"], {
-      responses: 1,
-      waitMs: 5_000,
-    });
+    const ex = await exchange(
+      server.port,
+      ["POST /keyhold.v2.KeysService/VerifyKey HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"],
+      {
+        responses: 1,
+        waitMs: 5_000,
+      },
+    );
     expect(ex.responses[0]?.status, JSON.stringify(ex)).toBe(401);
     expect(ex.responses[0]?.json).toMatchObject({ code: "unauthenticated" });
   });

@@ -7,12 +7,12 @@
 // counters are exactly as before.
 import { createHash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
+import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectOk, show, uid } from "../contract/shared/helpers.js";
-import { useHarness } from "../harness.js";
 import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
-import type { RowDataPacket } from "mysql2/promise";
+import { expectOk, show, uid } from "../contract/shared/helpers.js";
+import { useHarness } from "../harness.js";
 import { allOperations, catalogue, fingerprint, idColumn, workspaceIdOf } from "./support.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
@@ -167,7 +167,15 @@ describe("workspace isolation: B's root key against A's resources", () => {
           body: {
             migrationId: a.migrationId,
             apiId: a.apiId,
-            keys: [{ hash: createHash("sha256").update(a.keys[0]?.key ?? "").digest("base64"), externalId: a.externalId, roles: [a.roleName] }],
+            keys: [
+              {
+                hash: createHash("sha256")
+                  .update(a.keys[0]?.key ?? "")
+                  .digest("base64"),
+                externalId: a.externalId,
+                roles: [a.roleName],
+              },
+            ],
           },
         },
       ],
@@ -197,7 +205,11 @@ describe("workspace isolation: B's root key against A's resources", () => {
       "keys.setRoles": keyIds.map((keyId) => ({ body: { keyId, roles: [] } })),
       "identities.createIdentity": [{ body: { externalId: a.externalId }, inB: true }],
       "identities.getIdentity": [{ body: { identity: a.identityId } }, { body: { identity: a.externalId }, inB: true }],
-      "identities.listIdentities": [{ body: {}, inB: true }, { body: { search: a.externalId }, inB: true }, { body: { cursor: a.identityId }, inB: true }],
+      "identities.listIdentities": [
+        { body: {}, inB: true },
+        { body: { search: a.externalId }, inB: true },
+        { body: { cursor: a.identityId }, inB: true },
+      ],
       "identities.updateIdentity": [
         { body: { identity: a.identityId, meta: {}, ratelimits: [] } },
         { body: { identity: a.externalId, meta: {}, ratelimits: [] }, inB: true },
@@ -211,7 +223,10 @@ describe("workspace isolation: B's root key against A's resources", () => {
       "ratelimit.deleteOverride": byNs((namespace) => ({ namespace, identifier: "vip" })),
       "permissions.createPermission": [{ body: { name: "read", slug: "a.read" }, inB: true }],
       "permissions.getPermission": [...a.permIds.map((permission) => ({ body: { permission } })), { body: { permission: "a.read" }, inB: true }],
-      "permissions.listPermissions": [{ body: {}, inB: true }, { body: { search: "a." }, inB: true }],
+      "permissions.listPermissions": [
+        { body: {}, inB: true },
+        { body: { search: "a." }, inB: true },
+      ],
       "permissions.deletePermission": [...a.permIds.map((permission) => ({ body: { permission } })), { body: { permission: "a.write" }, inB: true }],
       "permissions.createRole": [{ body: { name: a.roleName, permissions: ["a.read"] }, inB: true }],
       "permissions.getRole": [{ body: { role: a.roleId } }, { body: { role: a.roleName }, inB: true }],
@@ -228,7 +243,14 @@ describe("workspace isolation: B's root key against A's resources", () => {
     const read = (identifier: string) => ok("/v2/ratelimit.limit", { namespace: a.nsName, identifier, limit: 100, duration: MONTH, cost: 0 }, a.admin);
     const v = await ok(
       "/v2/keys.verifyKey",
-      { key: a.keys[0]?.key, credits: { cost: 0 }, ratelimits: [{ name: "per_key", cost: 0 }, { name: "per_identity", cost: 0 }] },
+      {
+        key: a.keys[0]?.key,
+        credits: { cost: 0 },
+        ratelimits: [
+          { name: "per_key", cost: 0 },
+          { name: "per_identity", cost: 0 },
+        ],
+      },
       a.admin,
     );
     expect(v.valid, JSON.stringify(v)).toBe(true);

@@ -33,12 +33,16 @@ interface Secret {
   value: string;
 }
 
-
 /** The whole key and the secret part after its prefix (a prefix alone is not secret). */
 function secretsOf(label: string, key: string): Secret[] {
   const cut = key.lastIndexOf("_");
   const tail = cut < 0 ? key : key.slice(cut + 1);
-  return tail === key ? [{ label, value: key }] : [{ label, value: key }, { label: `${label} (secret part)`, value: tail }];
+  return tail === key
+    ? [{ label, value: key }]
+    : [
+        { label, value: key },
+        { label: `${label} (secret part)`, value: tail },
+      ];
 }
 
 /** The secret as hex, and as base64 at each of the three byte alignments it can have inside a longer value. */
@@ -75,14 +79,26 @@ describe("plaintext keys and root keys never reach logs, errors or the database"
   const cli = (args: string[]) =>
     runScript("bin/keyhold.js", args, { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: "trace", KEYHOLD_ENCRYPTION_KEY: kek });
 
-  async function send(p: string, body: unknown, auth: string | undefined, opts: { returnsKey?: boolean; headers?: Record<string, string> } = {}): Promise<Json> {
+  async function send(
+    p: string,
+    body: unknown,
+    auth: string | undefined,
+    opts: { returnsKey?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<Json> {
     const res = await fetch(`${server.url}/v2/${p}`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(auth === undefined ? {} : { authorization: auth }), ...opts.headers },
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
     const text = await res.text();
-    answers.push({ path: p, sent: `${auth ?? ""} ${typeof body === "string" ? body : JSON.stringify(body)}`, status: res.status, text, headers: JSON.stringify([...res.headers]), returnsKey: opts.returnsKey ?? false });
+    answers.push({
+      path: p,
+      sent: `${auth ?? ""} ${typeof body === "string" ? body : JSON.stringify(body)}`,
+      status: res.status,
+      text,
+      headers: JSON.stringify([...res.headers]),
+      returnsKey: opts.returnsKey ?? false,
+    });
     try {
       return { status: res.status, body: JSON.parse(text) };
     } catch {
@@ -173,7 +189,10 @@ describe("plaintext keys and root keys never reach logs, errors or the database"
     await data("keys.listKeys", { apiId, decrypt: true }, admin, { returnsKey: true });
     await data("apis.listKeys", { apiId, decrypt: true }, admin, { returnsKey: true });
     await data("keys.updateKey", { keyId: recoverable.keyId, name: "renamed", meta: { note: "x" } }, admin);
-    for (const [label, k] of [["rerolled plain key", plain], ["rerolled recoverable key", recoverable]] as const) {
+    for (const [label, k] of [
+      ["rerolled plain key", plain],
+      ["rerolled recoverable key", recoverable],
+    ] as const) {
       const next = await data("keys.rerollKey", { keyId: k.keyId, expiration: 60_000 }, admin, { returnsKey: true });
       created.push({ label, key: next.key });
       secrets.push(...secretsOf(label, next.key));
@@ -260,7 +279,11 @@ describe("plaintext keys and root keys never reach logs, errors or the database"
 
   it("positive control: the search finds each key in the answer that created it, and in the CLI's one line", () => {
     const meant = answers.filter((a) => a.returnsKey).map((a) => a.text);
-    for (const c of created) expect(meant.some((t) => t.includes(c.key)), c.label).toBe(true);
+    for (const c of created)
+      expect(
+        meant.some((t) => t.includes(c.key)),
+        c.label,
+      ).toBe(true);
     expect(secrets.some((s) => holds(cliStdoutWithKey, s.value))).toBe(true);
     const sample = created[0]?.key as string;
     for (const shift of ["", "x", "xy"]) {

@@ -7,17 +7,17 @@
 import { createHash, randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
+import { newId } from "../../src/core/ids.js";
 import {
-  type Condition,
   CONDITIONS,
+  type Condition,
   type Denial,
   FORBIDDEN,
   OPERATION_PERMISSIONS,
   type OperationPermissions,
 } from "../../src/domain/auth/operation-permissions.js";
-import { expectError, expectOk, show, uid } from "../contract/shared/helpers.js";
-import { newId } from "../../src/core/ids.js";
 import { insertKeyMigration } from "../../src/storage/key-migrations.js";
+import { expectError, expectOk, show, uid } from "../contract/shared/helpers.js";
 import { bearer, call, failure, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 import { allOperations, catalogue, coversAny, fingerprint, NEW, nearMisses, resolveRules, type Vars, workspaceIdOf } from "./support.js";
@@ -107,9 +107,25 @@ describe("root-key permissions, generated from the permission table", () => {
 
   const CASES: Case[] = [
     { op: "apis.createApi", label: "base", conditions: [], build: async () => ({ body: { name: uid("api") }, vars: {} }) },
-    { op: "apis.getApi", label: "base", conditions: [], build: async (c) => { const apiId = await apiOf(c); return { body: { apiId }, vars: { apiId: [apiId] } }; } },
+    {
+      op: "apis.getApi",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const apiId = await apiOf(c);
+        return { body: { apiId }, vars: { apiId: [apiId] } };
+      },
+    },
     ...["apis.listKeys", "keys.listKeys"].flatMap((op): Case[] => [
-      { op, label: "base", conditions: [], build: async (c) => { const k = await apiKey(c); return { body: { apiId: k.apiId }, vars: { apiId: [k.apiId] } }; } },
+      {
+        op,
+        label: "base",
+        conditions: [],
+        build: async (c) => {
+          const k = await apiKey(c);
+          return { body: { apiId: k.apiId }, vars: { apiId: [k.apiId] } };
+        },
+      },
       {
         op,
         label: "decrypt",
@@ -124,14 +140,33 @@ describe("root-key permissions, generated from the permission table", () => {
         },
       },
     ]),
-    { op: "apis.deleteApi", label: "base", conditions: [], build: async (c) => { const apiId = await apiOf(c); return { body: { apiId }, vars: { apiId: [apiId] } }; } },
+    {
+      op: "apis.deleteApi",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const apiId = await apiOf(c);
+        return { body: { apiId }, vars: { apiId: [apiId] } };
+      },
+    },
 
-    { op: "keys.createKey", label: "base", conditions: [], build: async (c) => { const apiId = await apiOf(c); return { body: { apiId }, vars: { apiId: [apiId] } }; } },
+    {
+      op: "keys.createKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const apiId = await apiOf(c);
+        return { body: { apiId }, vars: { apiId: [apiId] } };
+      },
+    },
     {
       op: "keys.createKey",
       label: "recoverable",
       conditions: ["recoverable"],
-      build: async (c) => { const apiId = await apiOf(c); return { body: { apiId, recoverable: true }, vars: { apiId: [apiId] } }; },
+      build: async (c) => {
+        const apiId = await apiOf(c);
+        return { body: { apiId, recoverable: true }, vars: { apiId: [apiId] } };
+      },
     },
     {
       // The table says roles, permissions (even new ones) and an identity need no further grant.
@@ -148,9 +183,20 @@ describe("root-key permissions, generated from the permission table", () => {
       op: "keys.verifyKey",
       label: "base",
       conditions: [],
-      build: async (c) => { const k = await apiKey(c); return { body: { key: k.key }, vars: { apiId: [k.apiId] }, ok: (d) => expect(d).toMatchObject({ valid: true, code: "VALID" }) }; },
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { key: k.key }, vars: { apiId: [k.apiId] }, ok: (d) => expect(d).toMatchObject({ valid: true, code: "VALID" }) };
+      },
     },
-    { op: "keys.getKey", label: "base", conditions: [], build: async (c) => { const k = await apiKey(c); return { body: { keyId: k.keyId }, vars: { apiId: [k.apiId] } }; } },
+    {
+      op: "keys.getKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { keyId: k.keyId }, vars: { apiId: [k.apiId] } };
+      },
+    },
     {
       op: "keys.getKey",
       label: "decrypt",
@@ -164,9 +210,20 @@ describe("root-key permissions, generated from the permission table", () => {
       op: "keys.whoami",
       label: "base",
       conditions: [],
-      build: async (c) => { const k = await apiKey(c); return { body: { key: k.key }, vars: { apiId: [k.apiId] }, ok: (d) => expect(d.keyId).toBe(k.keyId) }; },
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { key: k.key }, vars: { apiId: [k.apiId] }, ok: (d) => expect(d.keyId).toBe(k.keyId) };
+      },
     },
-    { op: "keys.updateKey", label: "base", conditions: [], build: async (c) => { const k = await apiKey(c); return { body: { keyId: k.keyId, name: "renamed" }, vars: { apiId: [k.apiId] } }; } },
+    {
+      op: "keys.updateKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { keyId: k.keyId, name: "renamed" }, vars: { apiId: [k.apiId] } };
+      },
+    },
     {
       op: "keys.updateKey",
       label: "replacing roles, permissions (one new) and the identity",
@@ -181,20 +238,37 @@ describe("root-key permissions, generated from the permission table", () => {
       op: "keys.updateCredits",
       label: "base",
       conditions: [],
-      build: async (c) => { const k = await apiKey(c, { credits: { remaining: 3 } }); return { body: { keyId: k.keyId, operation: "set", value: 5 }, vars: { apiId: [k.apiId] } }; },
+      build: async (c) => {
+        const k = await apiKey(c, { credits: { remaining: 3 } });
+        return { body: { keyId: k.keyId, operation: "set", value: 5 }, vars: { apiId: [k.apiId] } };
+      },
     },
-    { op: "keys.deleteKey", label: "base", conditions: [], build: async (c) => { const k = await apiKey(c); return { body: { keyId: k.keyId }, vars: { apiId: [k.apiId] } }; } },
+    {
+      op: "keys.deleteKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { keyId: k.keyId }, vars: { apiId: [k.apiId] } };
+      },
+    },
     {
       op: "keys.rerollKey",
       label: "base",
       conditions: [],
-      build: async (c) => { const k = await apiKey(c); return { body: { keyId: k.keyId, expiration: 0 }, vars: { apiId: [k.apiId] } }; },
+      build: async (c) => {
+        const k = await apiKey(c);
+        return { body: { keyId: k.keyId, expiration: 0 }, vars: { apiId: [k.apiId] } };
+      },
     },
     {
       op: "keys.rerollKey",
       label: "a recoverable key",
       conditions: ["recoverable"],
-      build: async (c) => { const k = await apiKey(c, { recoverable: true }); return { body: { keyId: k.keyId, expiration: 0 }, vars: { apiId: [k.apiId] } }; },
+      build: async (c) => {
+        const k = await apiKey(c, { recoverable: true });
+        return { body: { keyId: k.keyId, expiration: 0 }, vars: { apiId: [k.apiId] } };
+      },
     },
     ...(["keys.addPermissions", "keys.setPermissions"] as const).flatMap((op): Case[] => [
       {
@@ -210,7 +284,10 @@ describe("root-key permissions, generated from the permission table", () => {
         op,
         label: "a new slug",
         conditions: ["newPermissionSlug"],
-        build: async (c) => { const k = await apiKey(c); return { body: { keyId: k.keyId, permissions: [uid("new.slug")] }, vars: { apiId: [k.apiId] } }; },
+        build: async (c) => {
+          const k = await apiKey(c);
+          return { body: { keyId: k.keyId, permissions: [uid("new.slug")] }, vars: { apiId: [k.apiId] } };
+        },
       },
     ]),
     {
@@ -254,23 +331,61 @@ describe("root-key permissions, generated from the permission table", () => {
     },
 
     { op: "identities.createIdentity", label: "base", conditions: [], build: async () => ({ body: { externalId: uid("user") }, vars: {} }) },
-    { op: "identities.getIdentity", label: "by id", conditions: [], build: async (c) => { const i = await identityOf(c); return { body: { identity: i.id }, vars: { identityId: [i.id] } }; } },
+    {
+      op: "identities.getIdentity",
+      label: "by id",
+      conditions: [],
+      build: async (c) => {
+        const i = await identityOf(c);
+        return { body: { identity: i.id }, vars: { identityId: [i.id] } };
+      },
+    },
     {
       op: "identities.getIdentity",
       label: "by externalId",
       conditions: [],
-      build: async (c) => { const i = await identityOf(c); return { body: { identity: i.externalId }, vars: { identityId: [i.id] } }; },
+      build: async (c) => {
+        const i = await identityOf(c);
+        return { body: { identity: i.externalId }, vars: { identityId: [i.id] } };
+      },
     },
-    { op: "identities.listIdentities", label: "base", conditions: [], build: async (c) => { await identityOf(c); return { body: {}, vars: {} }; } },
+    {
+      op: "identities.listIdentities",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        await identityOf(c);
+        return { body: {}, vars: {} };
+      },
+    },
     {
       op: "identities.updateIdentity",
       label: "base",
       conditions: [],
-      build: async (c) => { const i = await identityOf(c); return { body: { identity: i.externalId, meta: { a: 1 } }, vars: { identityId: [i.id] } }; },
+      build: async (c) => {
+        const i = await identityOf(c);
+        return { body: { identity: i.externalId, meta: { a: 1 } }, vars: { identityId: [i.id] } };
+      },
     },
-    { op: "identities.deleteIdentity", label: "base", conditions: [], build: async (c) => { const i = await identityOf(c); return { body: { identity: i.id }, vars: { identityId: [i.id] } }; } },
+    {
+      op: "identities.deleteIdentity",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const i = await identityOf(c);
+        return { body: { identity: i.id }, vars: { identityId: [i.id] } };
+      },
+    },
 
-    { op: "ratelimit.limit", label: "an existing namespace", conditions: [], build: async (c) => { const ns = await namespaceOf(c); return { body: limitReq(ns.name), vars: { namespaceId: [ns.id] } }; } },
+    {
+      op: "ratelimit.limit",
+      label: "an existing namespace",
+      conditions: [],
+      build: async (c) => {
+        const ns = await namespaceOf(c);
+        return { body: limitReq(ns.name), vars: { namespaceId: [ns.id] } };
+      },
+    },
     {
       op: "ratelimit.limit",
       label: "a new namespace",
@@ -299,49 +414,134 @@ describe("root-key permissions, generated from the permission table", () => {
       op: "ratelimit.setOverride",
       label: "by namespace name",
       conditions: [],
-      build: async (c) => { const ns = await namespaceOf(c); return { body: { namespace: ns.name, identifier: "x", limit: 1, duration: 60_000 }, vars: { namespaceId: [ns.id] } }; },
+      build: async (c) => {
+        const ns = await namespaceOf(c);
+        return { body: { namespace: ns.name, identifier: "x", limit: 1, duration: 60_000 }, vars: { namespaceId: [ns.id] } };
+      },
     },
     {
       op: "ratelimit.getOverride",
       label: "base",
       conditions: [],
-      build: async (c) => { const ns = await overrideOf(c); return { body: { namespace: ns.id, identifier: "vip" }, vars: { namespaceId: [ns.id] } }; },
+      build: async (c) => {
+        const ns = await overrideOf(c);
+        return { body: { namespace: ns.id, identifier: "vip" }, vars: { namespaceId: [ns.id] } };
+      },
     },
-    { op: "ratelimit.listOverrides", label: "base", conditions: [], build: async (c) => { const ns = await overrideOf(c); return { body: { namespace: ns.name }, vars: { namespaceId: [ns.id] } }; } },
+    {
+      op: "ratelimit.listOverrides",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const ns = await overrideOf(c);
+        return { body: { namespace: ns.name }, vars: { namespaceId: [ns.id] } };
+      },
+    },
     {
       op: "ratelimit.deleteOverride",
       label: "base",
       conditions: [],
-      build: async (c) => { const ns = await overrideOf(c); return { body: { namespace: ns.id, identifier: "vip" }, vars: { namespaceId: [ns.id] } }; },
+      build: async (c) => {
+        const ns = await overrideOf(c);
+        return { body: { namespace: ns.id, identifier: "vip" }, vars: { namespaceId: [ns.id] } };
+      },
     },
 
-    { op: "permissions.createPermission", label: "base", conditions: [], build: async () => { const slug = uid("p.new"); return { body: { name: slug, slug }, vars: {} }; } },
-    { op: "permissions.getPermission", label: "base", conditions: [], build: async (c) => { const p = await permissionOf(c); return { body: { permission: p.slug }, vars: {} }; } },
-    { op: "permissions.listPermissions", label: "base", conditions: [], build: async (c) => { await permissionOf(c); return { body: {}, vars: {} }; } },
-    { op: "permissions.deletePermission", label: "base", conditions: [], build: async (c) => { const p = await permissionOf(c); return { body: { permission: p.id }, vars: {} }; } },
+    {
+      op: "permissions.createPermission",
+      label: "base",
+      conditions: [],
+      build: async () => {
+        const slug = uid("p.new");
+        return { body: { name: slug, slug }, vars: {} };
+      },
+    },
+    {
+      op: "permissions.getPermission",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const p = await permissionOf(c);
+        return { body: { permission: p.slug }, vars: {} };
+      },
+    },
+    {
+      op: "permissions.listPermissions",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        await permissionOf(c);
+        return { body: {}, vars: {} };
+      },
+    },
+    {
+      op: "permissions.deletePermission",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const p = await permissionOf(c);
+        return { body: { permission: p.id }, vars: {} };
+      },
+    },
     { op: "permissions.createRole", label: "no permissions", conditions: [], build: async () => ({ body: { name: uid("role") }, vars: {} }) },
     {
       op: "permissions.createRole",
       label: "existing permissions",
       conditions: ["namesPermissions"],
-      build: async (c) => { const p = await permissionOf(c); return { body: { name: uid("role"), permissions: [p.slug] }, vars: {} }; },
+      build: async (c) => {
+        const p = await permissionOf(c);
+        return { body: { name: uid("role"), permissions: [p.slug] }, vars: {} };
+      },
     },
     {
       op: "permissions.createRole",
       label: "a new permission",
       conditions: ["namesPermissions", "newPermissionSlug"],
-      build: async (c) => { const p = await permissionOf(c); return { body: { name: uid("role"), permissions: [p.slug, uid("new.slug")] }, vars: {} }; },
+      build: async (c) => {
+        const p = await permissionOf(c);
+        return { body: { name: uid("role"), permissions: [p.slug, uid("new.slug")] }, vars: {} };
+      },
     },
-    { op: "permissions.getRole", label: "base", conditions: [], build: async (c) => { const r = await roleOf(c); return { body: { role: r.name }, vars: {} }; } },
-    { op: "permissions.listRoles", label: "base", conditions: [], build: async (c) => { await roleOf(c); return { body: {}, vars: {} }; } },
-    { op: "permissions.deleteRole", label: "base", conditions: [], build: async (c) => { const r = await roleOf(c); return { body: { role: r.id }, vars: {} }; } },
+    {
+      op: "permissions.getRole",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const r = await roleOf(c);
+        return { body: { role: r.name }, vars: {} };
+      },
+    },
+    {
+      op: "permissions.listRoles",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        await roleOf(c);
+        return { body: {}, vars: {} };
+      },
+    },
+    {
+      op: "permissions.deleteRole",
+      label: "base",
+      conditions: [],
+      build: async (c) => {
+        const r = await roleOf(c);
+        return { body: { role: r.id }, vars: {} };
+      },
+    },
   ];
 
   it("the table has an entry for every RPC the services define, and none for anything else", () => {
     const ops = allOperations(h);
     expect(ops.length).toBeGreaterThan(30);
-    expect(ops.filter((op) => OPERATION_PERMISSIONS[op] === undefined), "RPCs without a permission table entry").toEqual([]);
-    expect(Object.keys(OPERATION_PERMISSIONS).filter((op) => !ops.includes(op)), "table entries without an RPC").toEqual([]);
+    expect(
+      ops.filter((op) => OPERATION_PERMISSIONS[op] === undefined),
+      "RPCs without a permission table entry",
+    ).toEqual([]);
+    expect(
+      Object.keys(OPERATION_PERMISSIONS).filter((op) => !ops.includes(op)),
+      "table entries without an RPC",
+    ).toEqual([]);
   });
 
   it("every operation has cases here, and together they exercise every condition its table entry names", () => {
@@ -350,8 +550,14 @@ describe("root-key permissions, generated from the permission table", () => {
       expect(cases.length, `no case for ${op}`).toBeGreaterThan(0);
       const named = new Set(rulesOf(op).rules.flatMap((r) => (r.when === undefined ? [] : [r.when])));
       const exercised = new Set(cases.flatMap((c) => c.conditions));
-      expect([...exercised].filter((x) => !named.has(x)), `${op}: cases claim conditions the table does not name`).toEqual([]);
-      expect([...named].filter((x) => !exercised.has(x)), `${op}: conditions no case exercises`).toEqual([]);
+      expect(
+        [...exercised].filter((x) => !named.has(x)),
+        `${op}: cases claim conditions the table does not name`,
+      ).toEqual([]);
+      expect(
+        [...named].filter((x) => !exercised.has(x)),
+        `${op}: conditions no case exercises`,
+      ).toEqual([]);
       for (const cond of named) expect(CONDITIONS[cond]).toBeTypeOf("string");
     }
   });
@@ -430,7 +636,10 @@ describe("root-key permissions, generated from the permission table", () => {
       const first = await h.post(`/v2/${c.op}`, built.body, allowed, headers);
       expect(first.status, show(first)).toBe(200);
       const [wanted] = rules as [string[]];
-      const refused = await h.rootKey(catalogue(built.vars, false).filter((g) => !coversAny(g, wanted)), ctx.ws);
+      const refused = await h.rootKey(
+        catalogue(built.vars, false).filter((g) => !coversAny(g, wanted)),
+        ctx.ws,
+      );
       const again = await h.post(`/v2/${c.op}`, built.body, refused, headers);
       expect(again.headers["idempotent-replayed"], show(again)).toBeUndefined();
       expect([403, 404], show(again)).toContain(again.status);
@@ -448,25 +657,31 @@ describe("root-key permissions, generated from the permission table", () => {
       { svc: "PermissionsService", file: "permissions_service.proto", method: "createRole", op: "permissions.createRole" },
     ];
 
-    it.each(grpcCases.map((g) => [g.op, g] as const))("%s: every grant but the needed one -> PERMISSION_DENIED with the code; only the needed ones -> OK", async (_l, g) => {
-      const Ctor = service(loadServices(g.file), g.svc);
-      const client = new Ctor(`127.0.0.1:${await h.grpcPort()}`, grpc.credentials.createInsecure());
-      try {
-        const c = CASES.find((x) => x.op === g.op && x.conditions.length === 0) as Case;
-        const ctx = await context();
-        const built = await c.build(ctx);
-        const rules = resolveRules(applicable(c.op, []), built.vars);
-        for (const wanted of rules) {
-          const rk = await h.rootKey(catalogue(built.vars, true).filter((x) => !coversAny(x, wanted)), ctx.ws);
-          const err = await failure(call(client, g.method, built.body, bearer(rk)));
-          expect(err.code, `${g.op} without ${wanted.join(" | ")}`).toBe(grpc.status.PERMISSION_DENIED);
-          expect(err.metadata.get("error-code")).toEqual([FORBIDDEN.code]);
+    it.each(grpcCases.map((g) => [g.op, g] as const))(
+      "%s: every grant but the needed one -> PERMISSION_DENIED with the code; only the needed ones -> OK",
+      async (_l, g) => {
+        const Ctor = service(loadServices(g.file), g.svc);
+        const client = new Ctor(`127.0.0.1:${await h.grpcPort()}`, grpc.credentials.createInsecure());
+        try {
+          const c = CASES.find((x) => x.op === g.op && x.conditions.length === 0) as Case;
+          const ctx = await context();
+          const built = await c.build(ctx);
+          const rules = resolveRules(applicable(c.op, []), built.vars);
+          for (const wanted of rules) {
+            const rk = await h.rootKey(
+              catalogue(built.vars, true).filter((x) => !coversAny(x, wanted)),
+              ctx.ws,
+            );
+            const err = await failure(call(client, g.method, built.body, bearer(rk)));
+            expect(err.code, `${g.op} without ${wanted.join(" | ")}`).toBe(grpc.status.PERMISSION_DENIED);
+            expect(err.metadata.get("error-code")).toEqual([FORBIDDEN.code]);
+          }
+          const rk = await h.rootKey([...new Set(rules.map((alts) => alts.find((a) => !a.includes(".*.")) ?? (alts[0] as string)))], ctx.ws);
+          await expect(call(client, g.method, built.body, bearer(rk))).resolves.toBeDefined();
+        } finally {
+          client.close();
         }
-        const rk = await h.rootKey([...new Set(rules.map((alts) => alts.find((a) => !a.includes(".*.")) ?? (alts[0] as string)))], ctx.ws);
-        await expect(call(client, g.method, built.body, bearer(rk))).resolves.toBeDefined();
-      } finally {
-        client.close();
-      }
-    });
+      },
+    );
   });
 });

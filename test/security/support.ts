@@ -2,14 +2,8 @@
 // define, grants resolved from the permission table, and a fingerprint of every
 // row that belongs to (or points at) a workspace.
 import type { Pool, RowDataPacket } from "mysql2/promise";
+import { GRANTABLE_ACTIONS, type GrantRule, type Placeholder, RESOURCE_PLACEHOLDER, type ResourceType } from "../../src/domain/auth/operation-permissions.js";
 import { grantCovers } from "../../src/domain/auth/wildcard.js";
-import {
-  GRANTABLE_ACTIONS,
-  type GrantRule,
-  type Placeholder,
-  RESOURCE_PLACEHOLDER,
-  type ResourceType,
-} from "../../src/domain/auth/operation-permissions.js";
 import { groupOf } from "../../src/gateway/plugin.js";
 import { services } from "../../src/server/registry.js";
 import type { Harness } from "../harness.js";
@@ -120,7 +114,13 @@ export async function fingerprint(pool: Pool, workspaceId: string): Promise<Reco
   const out: Record<string, string[]> = {};
   for (const [table, rows] of Object.entries(found)) {
     out[table] = rows
-      .map((r) => JSON.stringify(Object.entries(r).filter(([k]) => !BOOKKEEPING.has(`${table}.${k}`)).map(([k, v]) => [k, show(v)])))
+      .map((r) =>
+        JSON.stringify(
+          Object.entries(r)
+            .filter(([k]) => !BOOKKEEPING.has(`${table}.${k}`))
+            .map(([k, v]) => [k, show(v)]),
+        ),
+      )
       .sort();
   }
   return out;

@@ -3,8 +3,8 @@
 import { useEffect, useState } from "preact/hooks";
 import type { KeyResponseData } from "../../../gen/keyhold/v2/resources_pb.js";
 import { apis, dashboard } from "../api.js";
-import { UsagePanel } from "../usage.js";
 import { CodeCell, CreateForm, DeleteButton, ErrorNote, Field, Link, ListState, navigate, Spinner, Table, useAction, useLoad, when } from "../ui.js";
+import { UsagePanel } from "../usage.js";
 
 export function ApisPage({ workspaceId }: { workspaceId: string }) {
   const list = useLoad(async () => (await dashboard.listApis({ workspaceId })).apis, [workspaceId]);

@@ -12,7 +12,7 @@ const PAGE = 100;
 function parseMeta(text: string): JsonObject | undefined {
   if (text.trim() === "") return undefined;
   const v: unknown = JSON.parse(text);
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("Meta must be a JSON object, such as {\"plan\": \"pro\"}.");
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error('Meta must be a JSON object, such as {"plan": "pro"}.');
   return v as JsonObject;
 }
 
@@ -91,7 +91,13 @@ function EditRatelimits({ identity, onDone }: { identity: Identity; onDone: () =
             onInput={(e) => change(i, { duration: e.currentTarget.value })}
           />
           <label>
-            <input type="checkbox" aria-label={`Auto-apply limit ${i + 1}`} checked={r.autoApply} onChange={(e) => change(i, { autoApply: e.currentTarget.checked })} /> Auto-apply
+            <input
+              type="checkbox"
+              aria-label={`Auto-apply limit ${i + 1}`}
+              checked={r.autoApply}
+              onChange={(e) => change(i, { autoApply: e.currentTarget.checked })}
+            />{" "}
+            Auto-apply
           </label>
           <button type="button" aria-label={`Remove limit ${i + 1}`} onClick={() => setRows(rows.filter((_, j) => j !== i))}>
             Remove
@@ -115,7 +121,10 @@ function EditRatelimits({ identity, onDone }: { identity: Identity; onDone: () =
 export function IdentitiesPage({ workspaceId }: { workspaceId: string }) {
   const [search, setSearch] = useState("");
   const [query, setQuery] = useState("");
-  const list = useLoad(async () => (await identities.listIdentities({ limit: PAGE, ...(query === "" ? {} : { search: query }) })).identities, [workspaceId, query]);
+  const list = useLoad(
+    async () => (await identities.listIdentities({ limit: PAGE, ...(query === "" ? {} : { search: query }) })).identities,
+    [workspaceId, query],
+  );
   const [editing, setEditing] = useState<string>();
   const [editingLimits, setEditingLimits] = useState<string>();
   const [externalId, setExternalId] = useState("");
@@ -138,6 +147,7 @@ export function IdentitiesPage({ workspaceId }: { workspaceId: string }) {
   return (
     <section>
       <h1>Identities</h1>
+      {/* biome-ignore lint/a11y/useSemanticElements: <search> is not in every browser the dashboard supports; the role names the landmark */}
       <form onSubmit={submitSearch} class="inline" role="search">
         <Field label="Search identities">
           <input type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />

@@ -3,8 +3,8 @@
 import { useState } from "preact/hooks";
 import type { KeyResponseData } from "../../../gen/keyhold/v2/resources_pb.js";
 import { keys } from "../api.js";
-import { UsagePanel } from "../usage.js";
 import { ConfirmButton, ErrorNote, Field, type FormEvent, Link, navigate, Spinner, useAction, useLoad, when } from "../ui.js";
+import { UsagePanel } from "../usage.js";
 
 const list = (items: string[]) => (items.length === 0 ? "—" : items.join(", "));
 
@@ -114,7 +114,11 @@ export function KeyPage({ workspaceId, apiId, keyId }: { workspaceId: string; ap
         <>
           {key.loading && <Spinner label="Refreshing…" />}
           <div class="row">
-            <button type="button" disabled={toggle.busy} onClick={() => void toggle.run(() => keys.updateKey({ keyId, enabled: !k.enabled })).then((ok) => ok && key.reload())}>
+            <button
+              type="button"
+              disabled={toggle.busy}
+              onClick={() => void toggle.run(() => keys.updateKey({ keyId, enabled: !k.enabled })).then((ok) => ok && key.reload())}
+            >
               {toggle.busy ? "Saving…" : k.enabled ? "Disable key" : "Enable key"}
             </button>
             <ConfirmButton

@@ -2,7 +2,22 @@
 // set (create or change) and delete its overrides.
 import { useState } from "preact/hooks";
 import { dashboard, ratelimit } from "../api.js";
-import { CodeCell, CreateForm, DeleteButton, ErrorNote, Field, type FormEvent, Link, ListState, navigate, SubmitButton, Table, useAction, useLoad, when } from "../ui.js";
+import {
+  CodeCell,
+  CreateForm,
+  DeleteButton,
+  ErrorNote,
+  Field,
+  type FormEvent,
+  Link,
+  ListState,
+  navigate,
+  SubmitButton,
+  Table,
+  useAction,
+  useLoad,
+  when,
+} from "../ui.js";
 
 const PAGE = 100;
 
@@ -119,7 +134,11 @@ export function RatelimitsPage({ workspaceId, namespace }: { workspaceId: string
     <section>
       <h1>Rate limits</h1>
       <Namespaces workspaceId={workspaceId} open={namespace} />
-      {namespace === undefined ? <p class="empty">Choose a namespace to see and set its overrides.</p> : <Overrides key={`${workspaceId}|${namespace}`} namespace={namespace} />}
+      {namespace === undefined ? (
+        <p class="empty">Choose a namespace to see and set its overrides.</p>
+      ) : (
+        <Overrides key={`${workspaceId}|${namespace}`} namespace={namespace} />
+      )}
     </section>
   );
 }

@@ -19,7 +19,15 @@ const SPECIAL: Record<string, string> = {
   read_analytics: "Read verification analytics of any API",
 };
 
-const PLURAL: Record<string, string> = { api: "APIs", identity: "identities", key: "keys", namespace: "namespaces", override: "overrides", permission: "permissions", role: "roles" };
+const PLURAL: Record<string, string> = {
+  api: "APIs",
+  identity: "identities",
+  key: "keys",
+  namespace: "namespaces",
+  override: "overrides",
+  permission: "permissions",
+  role: "roles",
+};
 
 /** "create_key" → "Create keys in any API"; "add_role_to_key" → "Add roles to keys". */
 function describe(type: ResourceType, action: string): string {
@@ -80,6 +88,7 @@ function PermissionPicker({ value, onChange }: { value: Set<string>; onChange: (
 function CreatedKey({ rootKey, onDone }: { rootKey: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a <section> would be a heading level of its own; the region only needs its label
     <div class="created" role="region" aria-label="New root key">
       <h2>Your new root key</h2>
       <p>Copy it now: keyhold keeps only its hash, and it will not be shown again.</p>
@@ -88,7 +97,16 @@ function CreatedKey({ rootKey, onDone }: { rootKey: string; onDone: () => void }
           {rootKey}
         </code>
       </p>
-      <button type="button" class="primary" onClick={() => navigator.clipboard.writeText(rootKey).then(() => setCopied(true), () => setCopied(false))}>
+      <button
+        type="button"
+        class="primary"
+        onClick={() =>
+          navigator.clipboard.writeText(rootKey).then(
+            () => setCopied(true),
+            () => setCopied(false),
+          )
+        }
+      >
         {copied ? "Copied" : "Copy root key"}
       </button>{" "}
       <button type="button" onClick={onDone}>

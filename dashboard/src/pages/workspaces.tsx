@@ -1,5 +1,5 @@
 // Workspaces: the operator's list, create one, switch (the choice is kept in localStorage).
-import { currentWorkspace, dashboard, type Workspace, setWorkspace } from "../api.js";
+import { currentWorkspace, dashboard, setWorkspace, type Workspace } from "../api.js";
 import { CodeCell, CreateForm, ListState, navigate, Table, useLoad } from "../ui.js";
 
 export function WorkspacesPage({ onChange }: { onChange: (all: Workspace[]) => void }) {

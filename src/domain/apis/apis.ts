@@ -1,12 +1,12 @@
-import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { ID_PATTERN, limits } from "../limits.js";
-import { Validator } from "../validate.js";
-import type { Deps } from "../deps.js";
 import { findLiveApi, insertApi, softDeleteApi } from "../../storage/apis.js";
 import { type ApiListing, listApis } from "../../storage/dashboard.js";
 import { transaction } from "../../storage/sql.js";
+import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { ID_PATTERN, limits } from "../limits.js";
+import { Validator } from "../validate.js";
 
 export const apiNotFound = (): AppError => new AppError("err:svc:data:api_not_found");
 
@@ -21,9 +21,7 @@ export async function createApi(deps: Deps, p: Principal, input: { name: string 
   requireAny(p, ["apis.*.create_api"]);
   const now = deps.clock.now();
   const apiId = newId("api", now);
-  await transaction(deps.pool, (conn) =>
-    insertApi(conn, { id: apiId, keyAuthId: newId("ks", now), workspaceId: p.workspaceId, name: input.name, now }),
-  );
+  await transaction(deps.pool, (conn) => insertApi(conn, { id: apiId, keyAuthId: newId("ks", now), workspaceId: p.workspaceId, name: input.name, now }));
   return { apiId };
 }
 
@@ -45,10 +43,7 @@ export async function deleteApi(deps: Deps, p: Principal, input: { apiId: string
   const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
   if (!api) throw apiNotFound();
   if (api.deleteProtection) {
-    throw new AppError(
-      "err:svc:application:protected_resource",
-      "This API has delete protection enabled. Disable it before attempting to delete.",
-    );
+    throw new AppError("err:svc:application:protected_resource", "This API has delete protection enabled. Disable it before attempting to delete.");
   }
   if (!(await softDeleteApi(deps.pool, p.workspaceId, api.id, deps.clock.now()))) throw apiNotFound();
   // Its keys stop verifying at once: drop every cached key record of this API.

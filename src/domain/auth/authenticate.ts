@@ -2,9 +2,9 @@
 // gRPC). The seed's rules are exact: "Bearer", one space, the root key, nothing
 // else. A damaged root key fails its checksum and is `malformed` without a lookup.
 import { MISS } from "../../cache/verification-cache.js";
+import { AppError } from "../../core/errors.js";
 import { findRootKeyByHash } from "../../storage/root-keys.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
 import { hashKey } from "../keys/generate.js";
 import { outageOf } from "../outage.js";
 import type { Principal } from "./principal.js";

@@ -107,10 +107,7 @@ const only = (grant: string, when?: Condition): GrantRule => (when === undefined
 const withWhen = (rule: GrantRule, when: Condition): GrantRule => ({ ...rule, when });
 
 const LIST_KEYS: OperationPermissions = { rules: [api("read_key"), api("read_api"), withWhen(api("decrypt_key"), "decrypt")] };
-const LIMIT_RULES: readonly GrantRule[] = [
-  { ...namespace("limit"), forEach: true },
-  only("ratelimit.*.create_namespace", "newNamespace"),
-];
+const LIMIT_RULES: readonly GrantRule[] = [{ ...namespace("limit"), forEach: true }, only("ratelimit.*.create_namespace", "newNamespace")];
 
 /** Keyed by `<group>.<operation>`, the JSON path after `/v2/`. */
 export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
@@ -184,11 +181,7 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "permissions.listPermissions": { rules: [only("rbac.*.read_permission")] },
   "permissions.deletePermission": { rules: [only("rbac.*.delete_permission")] },
   "permissions.createRole": {
-    rules: [
-      only("rbac.*.create_role"),
-      only("rbac.*.add_permission_to_role", "namesPermissions"),
-      only("rbac.*.create_permission", "newPermissionSlug"),
-    ],
+    rules: [only("rbac.*.create_role"), only("rbac.*.add_permission_to_role", "namesPermissions"), only("rbac.*.create_permission", "newPermissionSlug")],
   },
   "permissions.getRole": { rules: [only("rbac.*.read_role")] },
   "permissions.listRoles": { rules: [only("rbac.*.read_role")] },

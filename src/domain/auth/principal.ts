@@ -67,9 +67,7 @@ export function requireAny(p: Principal, wanted: readonly string[]): void {
   if (holdsAny(p, wanted)) return;
   throw new AppError(
     "err:svc:authorization:insufficient_permissions",
-    wanted.length === 1
-      ? `Missing permission: '${wanted[0]}'`
-      : `Missing one of these permissions: ${wanted.map((w) => `'${w}'`).join(" or ")}`,
+    wanted.length === 1 ? `Missing permission: '${wanted[0]}'` : `Missing one of these permissions: ${wanted.map((w) => `'${w}'`).join(" or ")}`,
   );
 }
 

@@ -3,7 +3,7 @@
 // (contract §0.1 decision 8). This is a security decision: the tests below protect it.
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { ROOT_KEY_PREFIX, generateRootKey, isWellFormedRootKey } from "./root-key.js";
+import { generateRootKey, isWellFormedRootKey, ROOT_KEY_PREFIX } from "./root-key.js";
 
 const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const SHAPE = /^svc_[1-9A-HJ-NP-Za-km-z]{39}$/;

@@ -4,7 +4,7 @@
 // name and permissions follow one grammar wherever it is made.
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { insertRootKey, listRootKeys as listStoredRootKeys, revokeRootKey as revokeStoredRootKey, type RootKeyListing } from "../../storage/root-keys.js";
+import { insertRootKey, listRootKeys as listStoredRootKeys, type RootKeyListing, revokeRootKey as revokeStoredRootKey } from "../../storage/root-keys.js";
 import type { Deps } from "../deps.js";
 import { hashKey } from "../keys/generate.js";
 import { Validator } from "../validate.js";
@@ -32,7 +32,12 @@ export async function issueRootKey(
 ): Promise<{ keyId: string; rootKey: string }> {
   const v = new Validator();
   v.string("name", input.name, { max: MAX_ROOT_KEY_NAME });
-  v.items("permissions", input.permissions, { minItems: 1, maxItems: MAX_ROOT_KEY_PERMISSIONS, pattern: ROOT_KEY_PERMISSION, patternText: ROOT_KEY_PERMISSION_TEXT });
+  v.items("permissions", input.permissions, {
+    minItems: 1,
+    maxItems: MAX_ROOT_KEY_PERMISSIONS,
+    pattern: ROOT_KEY_PERMISSION,
+    patternText: ROOT_KEY_PERMISSION_TEXT,
+  });
   v.done();
   const now = deps.clock.now();
   const rootKey = generateRootKey();

@@ -3,6 +3,10 @@
 // addresses the identity by id or externalId, among live identities only.
 // Identity rate limits are enforced by keys.verifyKey across all the identity's
 // keys; every change here evicts those keys' cached records at once.
+
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import type { RatelimitConfig } from "../../core/records.js";
 import {
   DuplicateExternalId,
   findLiveIdentity,
@@ -18,11 +22,8 @@ import { insertRatelimits } from "../../storage/keys.js";
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
-import { MAX_SAFE, limits } from "../limits.js";
 import { type RatelimitInput, validateExternalId, validateMeta, validateRatelimits } from "../keys/input.js";
-import type { RatelimitConfig } from "../../core/records.js";
+import { limits, MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
 
 export type { IdentityRow };
@@ -115,11 +116,7 @@ export interface ListIdentitiesInput {
 
 export const SEARCH_RULE = { max: 256 } as const;
 
-export async function listIdentities(
-  deps: Deps,
-  p: Principal,
-  input: ListIdentitiesInput,
-): Promise<{ identities: IdentityRow[]; cursor: string | undefined }> {
+export async function listIdentities(deps: Deps, p: Principal, input: ListIdentitiesInput): Promise<{ identities: IdentityRow[]; cursor: string | undefined }> {
   const v = new Validator();
   v.number("limit", input.limit, limits.pageSize);
   v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });

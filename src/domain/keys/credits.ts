@@ -5,8 +5,9 @@
 // row lock when the group does not fit), so it stays exact across instances, and
 // every spend is committed before its verification is answered, so a crash
 // cannot lose one.
-import type { Pool } from "../../storage/sql.js";
+
 import { spendCredits, spendEach } from "../../storage/keys.js";
+import type { Pool } from "../../storage/sql.js";
 
 export interface SpendResult {
   ok: boolean;
@@ -43,7 +44,13 @@ export class CreditSpender {
         if (batch === undefined || batch.length === 0) break;
         this.queues.delete(keyId);
         try {
-          this.settle(batch, await this.apply(keyId, batch.map((w) => w.cost)));
+          this.settle(
+            batch,
+            await this.apply(
+              keyId,
+              batch.map((w) => w.cost),
+            ),
+          );
         } catch (err) {
           for (const w of batch) w.reject(err);
         }
@@ -75,6 +82,8 @@ export class CreditSpender {
   }
 
   private settle(batch: Waiter[], results: SpendResult[]): void {
-    batch.forEach((w, i) => w.resolve(results[i] as SpendResult));
+    batch.forEach((w, i) => {
+      w.resolve(results[i] as SpendResult);
+    });
   }
 }

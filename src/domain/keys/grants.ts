@@ -14,15 +14,18 @@
 // once a slug turns out to be new); so a root key without the rbac grant cannot
 // probe which slugs or roles exist. Every change evicts the key before answering,
 // so the very next verification on this instance sees it (decision 12).
+
+import { AppError } from "../../core/errors.js";
+import type { KeyDetails } from "../../core/records.js";
 import {
-  type PermissionRow,
-  type RoleRow,
   linkPermissionSlugs,
   listKeyPermissions,
   listKeyRoles,
   lockLiveKey,
   lockRolesByName,
   missingPermissionSlugs,
+  type PermissionRow,
+  type RoleRow,
   unlinkPermissionSlugs,
   unlinkPermissionsExcept,
   unlinkRoles,
@@ -31,14 +34,12 @@ import {
 import { findLiveKeyById } from "../../storage/keys.js";
 import { ensurePermissions, linkRoles } from "../../storage/relations.js";
 import { type Queryable, transaction } from "../../storage/sql.js";
-import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
+import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
 import { SLUG_PATTERN } from "../limits.js";
 import { Validator } from "../validate.js";
 import { validateKeyId } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
-import type { KeyDetails } from "../../core/records.js";
 
 export type { PermissionRow, RoleRow };
 

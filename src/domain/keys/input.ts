@@ -1,8 +1,9 @@
 // Validation of the key fields shared by createKey, updateKey and identities.
-import { EXTERNAL_ID_PATTERN, ID_PATTERN, MAX_SAFE, SLUG_PATTERN, limits } from "../limits.js";
-import type { Validator } from "../validate.js";
-import type { RatelimitConfig, Refill } from "../../core/records.js";
+
 import { newId } from "../../core/ids.js";
+import type { RatelimitConfig, Refill } from "../../core/records.js";
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, limits, MAX_SAFE, SLUG_PATTERN } from "../limits.js";
+import type { Validator } from "../validate.js";
 
 export interface RatelimitInput {
   name: string;

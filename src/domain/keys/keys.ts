@@ -1,6 +1,11 @@
 // keys.createKey, getKey, whoami, listKeys, deleteKey.
+
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import type { KeyDetails } from "../../core/records.js";
 import { findLiveApi } from "../../storage/apis.js";
-import { insertKeyRow, insertRatelimits, type NewKeyRow, findLiveKeyById, findLiveKeyByHash, listLiveKeys, searchLiveKeys } from "../../storage/keys.js";
+import { deleteKeyRow, findEncryptedKeys, insertEncryptedKey, softDeleteKey } from "../../storage/key-admin.js";
+import { findLiveKeyByHash, findLiveKeyById, insertKeyRow, insertRatelimits, listLiveKeys, type NewKeyRow, searchLiveKeys } from "../../storage/keys.js";
 import {
   ensurePermissions,
   findLiveIdentityIdByExternalId,
@@ -10,14 +15,12 @@ import {
   RelationVanished,
   upsertIdentity,
 } from "../../storage/relations.js";
-import { deleteKeyRow, findEncryptedKeys, insertEncryptedKey, softDeleteKey } from "../../storage/key-admin.js";
 import { isDuplicateKey, retryingDeadlocks, transaction } from "../../storage/sql.js";
+import { VaultUnavailableError } from "../../storage/vault.js";
 import { apiNotFound } from "../apis/apis.js";
-import { type Principal, apiPermission, holdsAny, requireAny } from "../auth/principal.js";
+import { apiPermission, holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
-import { ID_PATTERN, MAX_EXPIRES, limits } from "../limits.js";
+import { ID_PATTERN, limits, MAX_EXPIRES } from "../limits.js";
 import { Validator } from "../validate.js";
 import { generateKey, hashKey } from "./generate.js";
 import {
@@ -31,9 +34,7 @@ import {
   validateRatelimits,
   validateRoles,
 } from "./input.js";
-import type { KeyDetails } from "../../core/records.js";
 import { refillDue } from "./refill.js";
-import { VaultUnavailableError } from "../../storage/vault.js";
 
 export const keyNotFound = (): AppError => new AppError("err:svc:data:key_not_found");
 export const roleNotFound = (name: string): AppError => new AppError("err:svc:data:role_not_found", `Role '${name}' was not found.`);
@@ -133,7 +134,8 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
       return { keyId, key };
     } catch (err) {
       if (err instanceof RelationVanished) {
-        if (attempt >= 3) throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being created; try again.");
+        if (attempt >= 3)
+          throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being created; try again.");
         permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
         const again = await findRoles(deps.pool, p.workspaceId, input.roles);
         if (again.missing !== undefined) throw roleNotFound(again.missing);
@@ -274,9 +276,7 @@ export async function deleteKey(deps: Deps, p: Principal, input: { keyId: string
   const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
   if (!key) throw keyNotFound();
   requireAny(p, apiPermission(key.apiId, "delete_key"));
-  const done = input.permanent
-    ? await transaction(deps.pool, (conn) => deleteKeyRow(conn, key.id))
-    : await softDeleteKey(deps.pool, key.id, deps.clock.now());
+  const done = input.permanent ? await transaction(deps.pool, (conn) => deleteKeyRow(conn, key.id)) : await softDeleteKey(deps.pool, key.id, deps.clock.now());
   if (!done) throw keyNotFound();
   await deps.invalidate("key", key.id);
 }

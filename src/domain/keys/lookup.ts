@@ -1,10 +1,10 @@
 // Key records for verification, through the LRU cache. A hot key costs no
 // database read; an unknown hash is remembered as a miss for a short while.
 import { MISS } from "../../cache/verification-cache.js";
+import type { KeyDetails, KeyRecord } from "../../core/records.js";
 import { findLiveKeysByHashes } from "../../storage/keys.js";
 import type { Deps } from "../deps.js";
 import { outageOf } from "../outage.js";
-import type { KeyDetails, KeyRecord } from "../../core/records.js";
 
 export const keyTags = (k: KeyRecord): string[] => {
   const tags = [`key:${k.id}`, `api:${k.apiId}`, `ws:${k.workspaceId}`];
@@ -120,6 +120,5 @@ class HashLoader {
 
 function toRecord(d: KeyDetails): KeyRecord {
   const { start, prefix, byteLength, createdAt, updatedAt, lastUsedAt, remaining, recoverable, ...record } = d;
-  void start, prefix, byteLength, createdAt, updatedAt, lastUsedAt, remaining, recoverable;
   return record;
 }

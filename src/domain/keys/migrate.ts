@@ -3,6 +3,10 @@
 // shared rows (identities, permission slugs, roles) first, each statement
 // committing on its own as createKey does, then every key with its relations in
 // one transaction of multi-row INSERTs. A key goes in whole or not at all.
+
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import type { RatelimitConfig, Refill } from "../../core/records.js";
 import { findLiveApi } from "../../storage/apis.js";
 import {
   ensureIdentities,
@@ -20,10 +24,8 @@ import {
 import { RelationVanished } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
 import { apiNotFound } from "../apis/apis.js";
-import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
+import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
 import { ID_PATTERN, limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import {
@@ -36,8 +38,7 @@ import {
   validateRatelimits,
   validateRoles,
 } from "./input.js";
-import { SEAMAPI, forgetMissedImports, rememberMigration } from "./migrated-lookup.js";
-import type { RatelimitConfig, Refill } from "../../core/records.js";
+import { forgetMissedImports, rememberMigration, SEAMAPI } from "./migrated-lookup.js";
 
 export interface MigrateKeyInput {
   hash: string;
@@ -150,9 +151,24 @@ function withStoredHashes(planned: readonly PlannedKey[], algorithm: MigrationAl
 /** The shared rows the keys name, found or created: name -> id for each kind. */
 async function ensureRelations(deps: Deps, workspaceId: string, keys: readonly PlannedKey[], now: number) {
   const [identities, permissions, roles] = await Promise.all([
-    ensureIdentities(deps.pool, workspaceId, keys.flatMap((k) => (k.input.externalId === undefined ? [] : [k.input.externalId])), now),
-    ensurePermissionSlugs(deps.pool, workspaceId, keys.flatMap((k) => k.input.permissions), now),
-    ensureRoleNames(deps.pool, workspaceId, keys.flatMap((k) => k.input.roles), now),
+    ensureIdentities(
+      deps.pool,
+      workspaceId,
+      keys.flatMap((k) => (k.input.externalId === undefined ? [] : [k.input.externalId])),
+      now,
+    ),
+    ensurePermissionSlugs(
+      deps.pool,
+      workspaceId,
+      keys.flatMap((k) => k.input.permissions),
+      now,
+    ),
+    ensureRoleNames(
+      deps.pool,
+      workspaceId,
+      keys.flatMap((k) => k.input.roles),
+      now,
+    ),
   ]);
   return { identities, permissions, roles };
 }
@@ -216,7 +232,10 @@ async function insertBatch(deps: Deps, target: MigrationTarget, candidates: read
       // An identity, permission or role deleted concurrently since it was looked up: look again.
       if (!(err instanceof RelationVanished)) throw err;
       if (attempt >= 3) {
-        throw new AppError("err:svc:application:service_unavailable", "An identity, permission or role was deleted while the keys were being imported; try again.");
+        throw new AppError(
+          "err:svc:application:service_unavailable",
+          "An identity, permission or role was deleted while the keys were being imported; try again.",
+        );
       }
     }
   }

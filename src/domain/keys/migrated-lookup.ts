@@ -13,18 +13,12 @@
 import { hash as digest } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { MISS } from "../../cache/verification-cache.js";
-import {
-  completeKeyMigration,
-  findKeyMigration,
-  findPendingKey,
-  hashIsLive,
-  type KeyMigration,
-} from "../../storage/key-migrations.js";
+import type { KeyRecord } from "../../core/records.js";
+import { completeKeyMigration, findKeyMigration, findPendingKey, hashIsLive, type KeyMigration } from "../../storage/key-migrations.js";
 import { isDuplicateKey } from "../../storage/sql.js";
-import { type Principal, apiPermission, holdsAny } from "../auth/principal.js";
+import { apiPermission, holdsAny, type Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { keyRecordByHash } from "./lookup.js";
-import type { KeyRecord } from "../../core/records.js";
 
 export const SEAMAPI = "github.com/seamapi/prefixed-api-key";
 
@@ -122,13 +116,7 @@ export async function keyRecordViaMigration(deps: Deps, p: Principal, key: strin
 }
 
 /** Moves the pending key with this imported hash to the standard hash; false when no key is pending under it. */
-async function adoptSeamapiKey(
-  deps: Deps,
-  p: Principal,
-  hash: string,
-  migrationId: string,
-  k: { importedHash: string; start: string },
-): Promise<boolean> {
+async function adoptSeamapiKey(deps: Deps, p: Principal, hash: string, migrationId: string, k: { importedHash: string; start: string }): Promise<boolean> {
   const pending = await findPendingKey(deps.pool, p.workspaceId, migrationId, k.importedHash);
   if (!pending) return false;
   // Only a caller that may verify the key's API changes it; to any other it stays unknown.

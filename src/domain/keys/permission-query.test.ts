@@ -23,14 +23,32 @@ describe("parseQuery", () => {
   it("AND binds tighter than OR", () => {
     expect(parseQuery("a OR b AND c")).toEqual({
       kind: "or",
-      children: [{ kind: "perm", name: "a" }, { kind: "and", children: [{ kind: "perm", name: "b" }, { kind: "perm", name: "c" }] }],
+      children: [
+        { kind: "perm", name: "a" },
+        {
+          kind: "and",
+          children: [
+            { kind: "perm", name: "b" },
+            { kind: "perm", name: "c" },
+          ],
+        },
+      ],
     });
   });
 
   it("parentheses group", () => {
     expect(parseQuery("(a OR b) AND c")).toEqual({
       kind: "and",
-      children: [{ kind: "or", children: [{ kind: "perm", name: "a" }, { kind: "perm", name: "b" }] }, { kind: "perm", name: "c" }],
+      children: [
+        {
+          kind: "or",
+          children: [
+            { kind: "perm", name: "a" },
+            { kind: "perm", name: "b" },
+          ],
+        },
+        { kind: "perm", name: "c" },
+      ],
     });
   });
 
@@ -38,7 +56,13 @@ describe("parseQuery", () => {
     expect(parseQuery("a and b")).toEqual(parseQuery("a AND b"));
     expect(parseQuery("a Or b")).toEqual(parseQuery("a OR b"));
     expect(parseQuery("android.read")).toEqual({ kind: "perm", name: "android.read" });
-    expect(parseQuery("oracle.read or andy")).toEqual({ kind: "or", children: [{ kind: "perm", name: "oracle.read" }, { kind: "perm", name: "andy" }] });
+    expect(parseQuery("oracle.read or andy")).toEqual({
+      kind: "or",
+      children: [
+        { kind: "perm", name: "oracle.read" },
+        { kind: "perm", name: "andy" },
+      ],
+    });
   });
 
   it("permissions may use letters, digits, . _ - * : and /", () => {

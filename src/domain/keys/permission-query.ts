@@ -37,9 +37,7 @@ function tokenize(input: string): Token[] {
       // text (gRPC sends it in a header, and grpc-js cannot encode a lone surrogate).
       const cp = input.codePointAt(i) as number;
       const ch = cp >= 0xd800 && cp <= 0xdfff ? "\ufffd" : String.fromCodePoint(cp);
-      throw syntaxError(
-        `Invalid character '${ch}' found in query at position ${i}. Permissions may use letters, digits, '.', '_', '-', '*', ':' and '/'.`,
-      );
+      throw syntaxError(`Invalid character '${ch}' found in query at position ${i}. Permissions may use letters, digits, '.', '_', '-', '*', ':' and '/'.`);
     }
   }
   return tokens;

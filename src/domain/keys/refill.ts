@@ -20,5 +20,4 @@ export function currentRefillPeriodStart(refill: Refill, now: number): number {
   return refillDateIn(d.getUTCFullYear(), d.getUTCMonth() - 1, refill.day);
 }
 
-export const refillDue = (refill: Refill, lastRefillAt: number, now: number): boolean =>
-  lastRefillAt < currentRefillPeriodStart(refill, now);
+export const refillDue = (refill: Refill, lastRefillAt: number, now: number): boolean => lastRefillAt < currentRefillPeriodStart(refill, now);

@@ -1,16 +1,18 @@
 // keys.updateKey, keys.updateCredits and keys.rerollKey. Each change evicts the
 // key from the verification cache before answering, so the next verification
 // on this instance sees it (contract decision 12).
-import { findIdentityIdOfKey, findLiveKeyById, insertKeyRow, lockKeyRow } from "../../storage/keys.js";
-import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, replaceRatelimits, updateKeyColumns } from "../../storage/key-updates.js";
-import { insertEncryptedKey } from "../../storage/key-admin.js";
-import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
-import { transaction } from "../../storage/sql.js";
-import { type Principal, apiPermission, requireAny } from "../auth/principal.js";
-import type { Deps } from "../deps.js";
+
 import { AppError, invalidField } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { MAX_EXPIRES, MAX_SAFE, limits } from "../limits.js";
+import type { Refill } from "../../core/records.js";
+import { insertEncryptedKey } from "../../storage/key-admin.js";
+import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, replaceRatelimits, updateKeyColumns } from "../../storage/key-updates.js";
+import { findIdentityIdOfKey, findLiveKeyById, insertKeyRow, lockKeyRow } from "../../storage/keys.js";
+import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
+import { transaction } from "../../storage/sql.js";
+import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { limits, MAX_EXPIRES, MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
 import { generateKey, hashKey } from "./generate.js";
 import {
@@ -25,7 +27,6 @@ import {
   validateRoles,
 } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
-import type { Refill } from "../../core/records.js";
 
 /** A field that may be left alone (undefined), cleared ({}), or set ({value}). */
 export interface Nullable<T> {
@@ -83,59 +84,60 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     roleIds = roles.ids;
   }
   // Shared rows first, each committed on its own (see createKey).
-  const identityId =
-    input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
+  const identityId = input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
   let permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
   const slugCount = new Set(input.permissions).size;
 
-  const apply = () => transaction(deps.pool, async (conn) => {
-    await lockKeyRow(conn, key.id);
-    const cols: Record<string, string | number | boolean | null> = {};
-    if (input.name !== undefined) cols.name = input.name.value ?? null;
-    if (input.meta !== undefined) cols.meta = input.meta.value === undefined ? null : (metaText ?? null);
-    if (input.expires !== undefined) cols.expires_at_m = input.expires.value ?? null;
-    if (input.enabled !== undefined) cols.enabled = input.enabled;
-    if (input.externalId !== undefined) {
-      cols.identity_id = identityId ?? null;
-    }
-    if (remaining !== undefined) {
-      cols.remaining_requests = remaining.value ?? null;
-      // Unlimited credits have nothing to refill.
-      if (remaining.value === undefined) {
-        cols.refill_amount = null;
-        cols.refill_day = null;
+  const apply = () =>
+    transaction(deps.pool, async (conn) => {
+      await lockKeyRow(conn, key.id);
+      const cols: Record<string, string | number | boolean | null> = {};
+      if (input.name !== undefined) cols.name = input.name.value ?? null;
+      if (input.meta !== undefined) cols.meta = input.meta.value === undefined ? null : (metaText ?? null);
+      if (input.expires !== undefined) cols.expires_at_m = input.expires.value ?? null;
+      if (input.enabled !== undefined) cols.enabled = input.enabled;
+      if (input.externalId !== undefined) {
+        cols.identity_id = identityId ?? null;
       }
-    }
-    const refillChange = input.credits?.refill;
-    if (refillChange !== undefined && !clearsBalance) {
-      cols.refill_amount = refill?.amount ?? null;
-      cols.refill_day = refill?.day ?? null;
-      if (refill !== undefined) cols.last_refill_at_m = now;
-    }
-    await updateKeyColumns(conn, key.id, cols, now);
-    if (ratelimits !== undefined) await replaceRatelimits(conn, { workspaceId: p.workspaceId, keyId: key.id }, ratelimits, now);
-    let linked = 0;
-    let wanted = 0;
-    if (permissionIds !== undefined) {
-      await clearKeyPermissions(conn, key.id);
-      linked += await linkPermissions(conn, p.workspaceId, key.id, permissionIds, now);
-      wanted += slugCount;
-    }
-    if (roleIds !== undefined) {
-      await clearKeyRoles(conn, key.id);
-      linked += await linkRoles(conn, p.workspaceId, key.id, roleIds, now);
-      wanted += roleIds.length;
-    }
-    // A permission or role deleted concurrently since it was looked up: roll back and look again.
-    if (linked < wanted) throw new RelationVanished();
-  });
+      if (remaining !== undefined) {
+        cols.remaining_requests = remaining.value ?? null;
+        // Unlimited credits have nothing to refill.
+        if (remaining.value === undefined) {
+          cols.refill_amount = null;
+          cols.refill_day = null;
+        }
+      }
+      const refillChange = input.credits?.refill;
+      if (refillChange !== undefined && !clearsBalance) {
+        cols.refill_amount = refill?.amount ?? null;
+        cols.refill_day = refill?.day ?? null;
+        if (refill !== undefined) cols.last_refill_at_m = now;
+      }
+      await updateKeyColumns(conn, key.id, cols, now);
+      if (ratelimits !== undefined) await replaceRatelimits(conn, { workspaceId: p.workspaceId, keyId: key.id }, ratelimits, now);
+      let linked = 0;
+      let wanted = 0;
+      if (permissionIds !== undefined) {
+        await clearKeyPermissions(conn, key.id);
+        linked += await linkPermissions(conn, p.workspaceId, key.id, permissionIds, now);
+        wanted += slugCount;
+      }
+      if (roleIds !== undefined) {
+        await clearKeyRoles(conn, key.id);
+        linked += await linkRoles(conn, p.workspaceId, key.id, roleIds, now);
+        wanted += roleIds.length;
+      }
+      // A permission or role deleted concurrently since it was looked up: roll back and look again.
+      if (linked < wanted) throw new RelationVanished();
+    });
   for (let attempt = 1; ; attempt++) {
     try {
       await apply();
       break;
     } catch (err) {
       if (!(err instanceof RelationVanished)) throw err;
-      if (attempt >= 3) throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being updated; try again.");
+      if (attempt >= 3)
+        throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being updated; try again.");
       if (input.permissions !== undefined) permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
       if (input.roles !== undefined) {
         const again = await findRoles(deps.pool, p.workspaceId, input.roles);

@@ -21,7 +21,10 @@ function recorder(opts: { failCalls?: number[]; maxPending?: number; batchSize?:
     { maxPending: opts.maxPending, batchSize: opts.batchSize, onDrop: (n) => drops.push(n) },
   );
   const all = () => written.flat();
-  const total = (pred: (r: UsageCount) => boolean) => all().filter(pred).reduce((n, r) => n + r.count, 0);
+  const total = (pred: (r: UsageCount) => boolean) =>
+    all()
+      .filter(pred)
+      .reduce((n, r) => n + r.count, 0);
   return { counts, written, errors, drops, all, total };
 }
 

@@ -1,17 +1,18 @@
 // keys.verifyKey: the hot path. Checks run in the contract's order (§5.3); the
 // first failure wins and later stages consume nothing.
-import { applyRefill, readCredits } from "../../storage/keys.js";
-import { type Principal, holdsAny, requireSomeGrantFor } from "../auth/principal.js";
-import type { Deps } from "../deps.js";
+
 import { AppError } from "../../core/errors.js";
-import { MAX_SAFE, limits } from "../limits.js";
+import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
+import { applyRefill, readCredits } from "../../storage/keys.js";
 import type { LimitCheck } from "../../storage/memory-limiter.js";
+import { holdsAny, type Principal, requireSomeGrantFor } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { limits, MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
 import { keyRecordByHash } from "./lookup.js";
 import { keyRecordViaMigration } from "./migrated-lookup.js";
 import { evaluateQuery, parseQueryCached, type Query } from "./permission-query.js";
-import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
 
 export interface VerifyKeyInput {
@@ -49,7 +50,6 @@ export type VerifyOutcome =
     };
 
 const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
-
 
 function validate(input: VerifyKeyInput): void {
   const v = new Validator();

@@ -34,7 +34,8 @@ export async function createOperatorWorkspace(deps: Pick<Deps, "pool" | "clock">
     const ws = await insertOperatorWorkspace(deps.pool, operatorId, name, deps.clock.now());
     return { id: ws.id, name: ws.name };
   } catch (err) {
-    if (err instanceof WorkspaceNameTaken) throw new AppError("err:svc:application:precondition_failed", "Another workspace already has this name; choose another.");
+    if (err instanceof WorkspaceNameTaken)
+      throw new AppError("err:svc:application:precondition_failed", "Another workspace already has this name; choose another.");
     throw err;
   }
 }

@@ -1,12 +1,12 @@
 // ratelimit.limit and ratelimit.multiLimit: standalone limits by arbitrary
 // identifier inside a namespace, with overrides (CONTRACT §3.5.1, §3.5.2, §7).
 import { MISS } from "../../cache/verification-cache.js";
+import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
-import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { IDENTIFIER_RULE, namespacesForLimit, validateNamespaceRef } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
@@ -105,7 +105,9 @@ export async function multiLimit(deps: Deps, p: Principal, inputs: readonly Limi
   if (inputs.length < MULTI_LIMIT_ITEMS.min || inputs.length > MULTI_LIMIT_ITEMS.max) {
     v.add("limits", `The request must hold between ${MULTI_LIMIT_ITEMS.min} and ${MULTI_LIMIT_ITEMS.max} limits (got ${inputs.length}).`);
   } else {
-    inputs.forEach((input, i) => validateLimitInput(v, `limits[${i}].`, input));
+    inputs.forEach((input, i) => {
+      validateLimitInput(v, `limits[${i}].`, input);
+    });
   }
   v.done();
   const planned = await plan(deps, p, inputs);

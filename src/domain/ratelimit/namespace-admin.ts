@@ -1,7 +1,13 @@
 // Namespaces managed as a whole (the dashboard): listed, made and deleted by
 // name or id within a workspace the caller is already known to act in.
 import { AppError } from "../../core/errors.js";
-import { createNamespace as insertNamespace, listLiveNamespaces, NamespaceNameTaken, type NamespaceListing, softDeleteNamespace } from "../../storage/dashboard.js";
+import {
+  createNamespace as insertNamespace,
+  listLiveNamespaces,
+  type NamespaceListing,
+  NamespaceNameTaken,
+  softDeleteNamespace,
+} from "../../storage/dashboard.js";
 import type { Deps } from "../deps.js";
 import { Validator } from "../validate.js";
 import { NAMESPACE_RULE } from "./namespaces.js";

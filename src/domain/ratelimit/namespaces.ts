@@ -8,11 +8,11 @@
 // the next request sees it (decision 12). Unknown namespaces are not cached: the
 // first use creates them.
 import { MISS } from "../../cache/verification-cache.js";
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
 import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
 import type { Validator } from "../validate.js";
 
 export type { NamespaceRow };

@@ -11,7 +11,6 @@ export interface OverrideCandidate {
   createdAt: number;
 }
 
-
 export { wildcardMatches };
 
 const stars = (s: string): number => {

@@ -1,28 +1,15 @@
 // ratelimit.setOverride, getOverride, listOverrides, deleteOverride (CONTRACT
 // §3.5.3–§3.5.6, decision 11). Overrides are read fresh by ratelimit.limit, so a
 // change here applies to the very next limit call.
-import {
-  findLiveOverride,
-  findOverrideCandidates,
-  listLiveOverrides,
-  type OverrideRow,
-  softDeleteOverride,
-  upsertOverride,
-} from "../../storage/ratelimit.js";
-import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
-import type { Deps } from "../deps.js";
+
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { MAX_SAFE, limits } from "../limits.js";
+import { findLiveOverride, findOverrideCandidates, listLiveOverrides, type OverrideRow, softDeleteOverride, upsertOverride } from "../../storage/ratelimit.js";
+import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+import { limits, MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
-import {
-  findLiveNamespace,
-  IDENTIFIER_RULE,
-  namespaceNotFound,
-  namespacePermission,
-  requireSomeNamespaceGrant,
-  validateNamespaceRef,
-} from "./namespaces.js";
+import { findLiveNamespace, IDENTIFIER_RULE, namespaceNotFound, namespacePermission, requireSomeNamespaceGrant, validateNamespaceRef } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
 export type { OverrideRow };
@@ -96,11 +83,7 @@ export interface ListOverridesInput {
   cursor?: string | undefined;
 }
 
-export async function listOverrides(
-  deps: Deps,
-  p: Principal,
-  input: ListOverridesInput,
-): Promise<{ overrides: OverrideRow[]; cursor: string | undefined }> {
+export async function listOverrides(deps: Deps, p: Principal, input: ListOverridesInput): Promise<{ overrides: OverrideRow[]; cursor: string | undefined }> {
   const v = new Validator();
   validateNamespaceRef(v, "namespace", input.namespace);
   v.number("limit", input.limit, OVERRIDES_PAGE);

@@ -2,19 +2,13 @@
 // (CONTRACT §3.4). Permissions are workspace-scoped; the slug is unique in the
 // workspace (case-sensitive), the name is not. getPermission and
 // deletePermission take an id or a slug.
-import {
-  DuplicatePermissionSlug,
-  deletePermissionRow,
-  findPermission,
-  insertPermission,
-  listPermissionsPage,
-  type PermissionRow,
-} from "../../storage/rbac.js";
+
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import { DuplicatePermissionSlug, deletePermissionRow, findPermission, insertPermission, listPermissionsPage, type PermissionRow } from "../../storage/rbac.js";
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
 import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import { DESCRIPTION_RULE, type PageInput, PERMISSION_NAME_RULE, permissionNotFound, rbac, SLUG_RULE, validatePage } from "./rules.js";
@@ -68,11 +62,7 @@ export async function getPermission(deps: Deps, p: Principal, input: { permissio
   return found;
 }
 
-export async function listPermissions(
-  deps: Deps,
-  p: Principal,
-  input: PageInput,
-): Promise<{ permissions: PermissionRow[]; cursor: string | undefined }> {
+export async function listPermissions(deps: Deps, p: Principal, input: PageInput): Promise<{ permissions: PermissionRow[]; cursor: string | undefined }> {
   const v = new Validator();
   validatePage(v, input);
   v.done();

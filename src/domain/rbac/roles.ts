@@ -1,7 +1,9 @@
 // permissions.createRole, getRole, listRoles, deleteRole (CONTRACT §3.4, §2.7).
 // Roles are workspace-scoped and their names unique (case-sensitive);
 // getRole and deleteRole take an id or a name.
-import { ensurePermissions } from "../../storage/relations.js";
+
+import { AppError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import {
   DuplicateRoleName,
   deleteRoleRow,
@@ -13,20 +15,19 @@ import {
   type RoleRow,
   roleNameTaken,
 } from "../../storage/rbac.js";
+import { ensurePermissions } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { AppError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
 import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import {
   DESCRIPTION_RULE,
   type PageInput,
-  rbac,
   ROLE_NAME_RULE,
   ROLE_PERMISSIONS_MAX_ITEMS,
   ROLE_REF_RULE,
+  rbac,
   roleNotFound,
   SLUG_RULE,
   validatePage,
@@ -41,8 +42,7 @@ export interface CreateRoleInput {
   permissions: string[];
 }
 
-const roleExists = (name: string): AppError =>
-  new AppError("err:svc:data:role_already_exists", `A role with name '${name}' already exists in this workspace`);
+const roleExists = (name: string): AppError => new AppError("err:svc:data:role_already_exists", `A role with name '${name}' already exists in this workspace`);
 
 export async function createRole(deps: Deps, p: Principal, input: CreateRoleInput): Promise<{ roleId: string }> {
   const now = deps.clock.now();

@@ -2,7 +2,7 @@
 // §2.6, §2.7). Root keys need `rbac.*.<action>`; a grant with `*` covers it by
 // the glob rule (decision 4), so `rbac.*` and `*` do too.
 import { AppError } from "../../core/errors.js";
-import { SLUG_PATTERN, limits } from "../limits.js";
+import { limits, SLUG_PATTERN } from "../limits.js";
 import type { Validator } from "../validate.js";
 
 export const SLUG_RULE = { min: 1, max: 128, pattern: SLUG_PATTERN, patternText: "^[a-zA-Z0-9_:\\-\\.\\*]+$" } as const;
@@ -20,14 +20,7 @@ export const SEARCH_RULE = { max: 256 } as const;
  */
 export const ROLE_PERMISSIONS_MAX_ITEMS = limits.permissions.maxItems;
 
-export type RbacAction =
-  | "create_permission"
-  | "read_permission"
-  | "delete_permission"
-  | "create_role"
-  | "read_role"
-  | "delete_role"
-  | "add_permission_to_role";
+export type RbacAction = "create_permission" | "read_permission" | "delete_permission" | "create_role" | "read_role" | "delete_role" | "add_permission_to_role";
 
 /** The grant an rbac operation needs; only the workspace-wide form exists. */
 export const rbac = (action: RbacAction): string[] => [`rbac.*.${action}`];

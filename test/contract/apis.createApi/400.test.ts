@@ -19,6 +19,6 @@ describe("apis.createApi 400", () => {
   });
 
   it("invalid JSON -> 400 invalid_input", async () => {
-    expectInvalid(h, await h.post("/v2/apis.createApi", "{\"name\": ", await admin(h)), "body");
+    expectInvalid(h, await h.post("/v2/apis.createApi", '{"name": ', await admin(h)), "body");
   });
 });

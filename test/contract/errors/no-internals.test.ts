@@ -1,8 +1,8 @@
 // No response body ever carries a stack trace, a source path or an internal
 // error message, whatever went wrong.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import type { Res } from "../../harness.js";
+import { useHarness } from "../../harness.js";
 import { admin, createApi, createKey, expectNoInternals, send, show } from "../shared/helpers.js";
 
 describe("never a stack trace in any body", () => {

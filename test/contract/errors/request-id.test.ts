@@ -1,8 +1,8 @@
 // Every response names its request: the x-request-id header equals meta.requestId,
 // on successes and on every kind of failure, and no two responses share one.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import type { Res } from "../../harness.js";
+import { useHarness } from "../../harness.js";
 import { admin, createApi, send, show } from "../shared/helpers.js";
 
 describe("x-request-id equals meta.requestId", () => {

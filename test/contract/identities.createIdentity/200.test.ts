@@ -30,11 +30,7 @@ describe("identities.createIdentity 200", () => {
   it("keeps an explicit autoApply: false", async () => {
     const rk = await admin(h);
     expectOk(
-      await h.post(
-        "/v2/identities.createIdentity",
-        { externalId: "manual", ratelimits: [{ name: "tokens", limit: 5, duration: 1000, autoApply: false }] },
-        rk,
-      ),
+      await h.post("/v2/identities.createIdentity", { externalId: "manual", ratelimits: [{ name: "tokens", limit: 5, duration: 1000, autoApply: false }] }, rk),
     );
     const got = expectOk(await h.post("/v2/identities.getIdentity", { identity: "manual" }, rk));
     expect(got.ratelimits).toEqual([expect.objectContaining({ name: "tokens", autoApply: false })]);

@@ -10,7 +10,13 @@ describe("identities.getIdentity 200", () => {
   }
 
   it("finds an identity by id and by externalId, with the same answer", async () => {
-    const id = await create("acct_1", { meta: { a: 1 }, ratelimits: [{ name: "b_limit", limit: 2, duration: 2000 }, { name: "a_limit", limit: 1, duration: 1000 }] });
+    const id = await create("acct_1", {
+      meta: { a: 1 },
+      ratelimits: [
+        { name: "b_limit", limit: 2, duration: 2000 },
+        { name: "a_limit", limit: 1, duration: 1000 },
+      ],
+    });
     const rk = await h.rootKey(["identity.*.read_identity"]);
     const byId = expectOk(await h.post("/v2/identities.getIdentity", { identity: id }, rk));
     const byExternal = expectOk(await h.post("/v2/identities.getIdentity", { identity: "acct_1" }, rk));

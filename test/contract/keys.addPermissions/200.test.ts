@@ -12,10 +12,7 @@ describe("keys.addPermissions 200", () => {
   const h = useHarness();
 
   async function permissionRows(slugs: string[]): Promise<Array<{ id: string; name: string; slug: string }>> {
-    const [rows] = await h.db.pool.query("SELECT id, name, slug FROM permissions WHERE workspace_id = ? AND slug IN (?) ORDER BY slug", [
-      h.workspaceId,
-      slugs,
-    ]);
+    const [rows] = await h.db.pool.query("SELECT id, name, slug FROM permissions WHERE workspace_id = ? AND slug IN (?) ORDER BY slug", [h.workspaceId, slugs]);
     return rows as Array<{ id: string; name: string; slug: string }>;
   }
 

@@ -15,7 +15,11 @@ describe("keys.addPermissions 403", () => {
     ["no update_key", ["rbac.*.add_permission_to_key", "rbac.*.create_permission", "apis.*.read_key", "apis.*.create_key"], "update_key"],
     ["update_key for another API only", ["apis.api_someotherapi.update_key", "rbac.*.add_permission_to_key", "rbac.*.create_permission"], "update_key"],
     ["update_key but no rbac grant", ["apis.*.update_key", "rbac.*.create_permission"], "rbac.*.add_permission_to_key"],
-    ["update_key and the wrong rbac grant (remove)", ["apis.*.update_key", "rbac.*.remove_permission_from_key", "rbac.*.create_permission"], "rbac.*.add_permission_to_key"],
+    [
+      "update_key and the wrong rbac grant (remove)",
+      ["apis.*.update_key", "rbac.*.remove_permission_from_key", "rbac.*.create_permission"],
+      "rbac.*.add_permission_to_key",
+    ],
     ["update_key and add_role_to_key", ["apis.*.update_key", "rbac.*.add_role_to_key", "rbac.*.create_permission"], "rbac.*.add_permission_to_key"],
   ])("a root key with %s -> 403 naming what is missing; the key is unchanged", async (_label, perms, missing) => {
     const apiId = await createApi(h);

@@ -2,9 +2,9 @@
 // found; role_not_found ("Role '<name>' was not found.") for an unknown name, in
 // which case nothing changes.
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { newId } from "../../../src/core/ids.js";
 import { ensureWorkspace } from "../../../src/storage/workspaces.js";
+import { useHarness } from "../../harness.js";
 import { admin, createApi, createKey, expectError, expectOk, foreignAdmin, getKey, seedRole, uid } from "../shared/helpers.js";
 
 const PATH = "/v2/keys.addRoles";

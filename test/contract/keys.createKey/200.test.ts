@@ -2,9 +2,9 @@
 // bound in the seed's createKey table (the rejected side is in 400.test.ts).
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { newId } from "../../../src/core/ids.js";
 import { insertApi } from "../../../src/storage/apis.js";
+import { useHarness } from "../../harness.js";
 import { admin, createApi, createKey, expectOk, getKey, many, seedRole, uid, verifyKey } from "../shared/helpers.js";
 
 const MAX_EXPIRES = 4_102_444_800_000;

@@ -115,7 +115,7 @@ describe("keys.createKey 400", () => {
   });
 
   it("invalid JSON and a non-object body -> 400", async () => {
-    expectInvalid(h, await h.post("/v2/keys.createKey", "{\"apiId\":", await admin(h)), "body");
+    expectInvalid(h, await h.post("/v2/keys.createKey", '{"apiId":', await admin(h)), "body");
     expectInvalid(h, await h.post("/v2/keys.createKey", "[]", await admin(h)), "body");
   });
 

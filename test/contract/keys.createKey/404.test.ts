@@ -53,12 +53,7 @@ describe("keys.createKey 404", () => {
   it("a role of another workspace does not count -> 404 role_not_found", async () => {
     const name = uid("theirs");
     // A role with this name exists only in another workspace.
-    await h.db.pool.execute("INSERT INTO roles (id, workspace_id, name, created_at_m) VALUES (?, ?, ?, ?)", [
-      uid("role"),
-      "ws_someoneelse",
-      name,
-      Date.now(),
-    ]);
+    await h.db.pool.execute("INSERT INTO roles (id, workspace_id, name, created_at_m) VALUES (?, ?, ?, ?)", [uid("role"), "ws_someoneelse", name, Date.now()]);
     const mine = await createApi(h);
     expectError(h, await h.post("/v2/keys.createKey", { apiId: mine, roles: [name] }, await admin(h)), 404, "err:svc:data:role_not_found");
   });

@@ -12,7 +12,11 @@ describe("keys.deleteKey 200", () => {
   ])("%s delete: data is {}, the key then verifies NOT_FOUND, getKey 404, and it is no longer listed", async (_label, extra) => {
     const rk = await admin(h);
     const apiId = await createApi(h);
-    const { keyId, key } = await createKey(h, apiId, { recoverable: true, permissions: ["a.b"], ratelimits: [{ name: "requests", limit: 5, duration: 60_000 }] });
+    const { keyId, key } = await createKey(h, apiId, {
+      recoverable: true,
+      permissions: ["a.b"],
+      ratelimits: [{ name: "requests", limit: 5, duration: 60_000 }],
+    });
     const kept = await createKey(h, apiId);
     expect(await verifyKey(h, key)).toMatchObject({ valid: true, code: "VALID" });
     expect(expectOk(await h.post("/v2/keys.deleteKey", { keyId, ...extra }, rk))).toEqual({});

@@ -7,8 +7,8 @@ import { createHash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, createApi, createKey, expectOk, foreignAdmin, getKey, many, seedRole, uid, verifyKey, type Json } from "../shared/helpers.js";
-import { seedMigration, seamapiKey } from "./support.js";
+import { admin, createApi, createKey, expectOk, foreignAdmin, getKey, type Json, many, seedRole, uid, verifyKey } from "../shared/helpers.js";
+import { seamapiKey, seedMigration } from "./support.js";
 
 const standardHash = (key: string) => createHash("sha256").update(key).digest("base64");
 const NOT_FOUND = { valid: false, code: "NOT_FOUND" };
@@ -245,7 +245,11 @@ describe("keys.migrateKeys 200", () => {
   it("two imports of the same hashes at once: each key goes in once, whole, and the other answer lists it in failed", async () => {
     const apiId = await createApi(h);
     const migrationId = await seedMigration(h, "sha256");
-    const keys = many(200, (i) => ({ hash: standardHash(`race${i}_${bs58.encode(randomBytes(16))}`), permissions: ["race.read"], ratelimits: [{ name: "race_rl", limit: 5, duration: 60_000 }] }));
+    const keys = many(200, (i) => ({
+      hash: standardHash(`race${i}_${bs58.encode(randomBytes(16))}`),
+      permissions: ["race.read"],
+      ratelimits: [{ name: "race_rl", limit: 5, duration: 60_000 }],
+    }));
     const rk = await admin(h);
     const answers = await Promise.all([0, 1].map(() => h.post("/v2/keys.migrateKeys", { migrationId, apiId, keys }, rk).then(expectOk)));
     for (const k of keys) {
@@ -276,7 +280,14 @@ describe("keys.migrateKeys 200", () => {
     const apiId = await createApi(h);
     const migrationId = await seedMigration(h, "sha256");
     const [off, old] = [`o_${bs58.encode(randomBytes(16))}`, `x_${bs58.encode(randomBytes(16))}`];
-    await migrate({ migrationId, apiId, keys: [{ hash: standardHash(off), enabled: false }, { hash: standardHash(old), expires: 0 }] });
+    await migrate({
+      migrationId,
+      apiId,
+      keys: [
+        { hash: standardHash(off), enabled: false },
+        { hash: standardHash(old), expires: 0 },
+      ],
+    });
     expect(await verifyKey(h, off)).toMatchObject({ valid: false, code: "DISABLED" });
     expect(await verifyKey(h, old)).toMatchObject({ valid: false, code: "EXPIRED" });
   });

@@ -3,9 +3,9 @@
 // a key by its index (`keys[3].hash`), and changes nothing.
 import { createHash, randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { MigrationAlgorithm } from "../../../src/storage/key-migrations.js";
 import { useHarness } from "../../harness.js";
 import { admin, createApi, expectInvalid, listedKeyIds, many, uid } from "../shared/helpers.js";
-import type { MigrationAlgorithm } from "../../../src/storage/key-migrations.js";
 import { seedMigration } from "./support.js";
 
 const MAX_EXPIRES = 4_102_444_800_000;
@@ -80,7 +80,11 @@ describe("keys.migrateKeys 400", () => {
     ["credits a number", { credits: 10 }, "keys[3].credits"],
     ["credits.remaining negative", { credits: { remaining: -1 } }, "keys[3].credits.remaining"],
     ["a refill without remaining", { credits: { refill: { interval: "daily", amount: 10 } } }, "keys[3].credits.remaining"],
-    ["a refill interval that is not daily or monthly", { credits: { remaining: 1, refill: { interval: "weekly", amount: 10 } } }, "keys[3].credits.refill.interval"],
+    [
+      "a refill interval that is not daily or monthly",
+      { credits: { remaining: 1, refill: { interval: "weekly", amount: 10 } } },
+      "keys[3].credits.refill.interval",
+    ],
     ["a refill amount of 0", { credits: { remaining: 1, refill: { interval: "daily", amount: 0 } } }, "keys[3].credits.refill.amount"],
     ["a refillDay of 32", { credits: { remaining: 1, refill: { interval: "monthly", amount: 5, refillDay: 32 } } }, "keys[3].credits.refill.refillDay"],
     ["51 ratelimits", { ratelimits: limits(51) }, "keys[3].ratelimits"],
@@ -108,7 +112,10 @@ describe("keys.migrateKeys 400", () => {
     const keys = [{ hash: hash() }, { hash: hash() }, { hash: hash() }, { hash: hash(), ...fields }];
     const res = await send(apiId, { keys });
     expectInvalid(h, res, field);
-    expect(res.body.error.errors.every((e: { location: string }) => e.location.startsWith("body.keys[3]")), JSON.stringify(res.body.error.errors)).toBe(true);
+    expect(
+      res.body.error.errors.every((e: { location: string }) => e.location.startsWith("body.keys[3]")),
+      JSON.stringify(res.body.error.errors),
+    ).toBe(true);
     expect(await listedKeyIds(h, apiId)).toEqual([]);
   });
 
@@ -134,7 +141,7 @@ describe("keys.migrateKeys 400", () => {
     ["sha256: a hex SHA-256", "sha256", hex(), /64 hex characters.*base64 SHA-256 of the whole key \(44 characters\)/],
     ["sha256: hex in upper case", "sha256", hex().toUpperCase(), /64 hex characters.*base64/],
     ["sha256: base64 without its padding", "sha256", hash().slice(0, 43), /43 characters.*base64/],
-    ["sha256: base64url", "sha256", "-_".repeat(21) + "A=", /44 characters.*base64/],
+    ["sha256: base64url", "sha256", `${"-_".repeat(21)}A=`, /44 characters.*base64/],
     ["sha256: a leading space", "sha256", ` ${hash()}`, /whitespace/],
     ["sha256: a trailing newline", "sha256", `${hash()}\n`, /whitespace/],
     ["seamapi: a base64 SHA-256", SEAMAPI, hash(), /base64 SHA-256.*hex SHA-256 of the key's long token \(64 hex characters\)/],

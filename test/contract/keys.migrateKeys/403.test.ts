@@ -11,7 +11,10 @@ describe("keys.migrateKeys 403", () => {
   const h = useHarness();
 
   it.each([
-    ["no create_key at all", () => ["apis.*.read_api", "apis.*.read_key", "apis.*.verify_key", "apis.*.update_key", "rbac.*.create_role", "identity.*.create_identity"]],
+    [
+      "no create_key at all",
+      () => ["apis.*.read_api", "apis.*.read_key", "apis.*.verify_key", "apis.*.update_key", "rbac.*.create_role", "identity.*.create_identity"],
+    ],
     ["create_key for another API only", () => ["apis.api_someotherapi.create_key"]],
     ["create_api, which is not create_key", () => ["apis.*.create_api"]],
   ])("a root key with %s -> 403 insufficient_permissions, and nothing is created", async (_label, perms) => {
@@ -36,7 +39,11 @@ describe("keys.migrateKeys 403", () => {
   it("a create_key grant for another API refuses this one even for a migration that exists", async () => {
     const [mine, other] = [await createApi(h), await createApi(h)];
     const migrationId = await seedMigration(h, "github.com/seamapi/prefixed-api-key");
-    const res = await h.post("/v2/keys.migrateKeys", { migrationId, apiId: mine, keys: [{ hash: "a".repeat(64) }] }, await h.rootKey([`apis.${other}.create_key`]));
+    const res = await h.post(
+      "/v2/keys.migrateKeys",
+      { migrationId, apiId: mine, keys: [{ hash: "a".repeat(64) }] },
+      await h.rootKey([`apis.${other}.create_key`]),
+    );
     expectError(h, res, 403, "err:svc:authorization:insufficient_permissions");
     expect(await listedKeyIds(h, mine)).toEqual([]);
   });

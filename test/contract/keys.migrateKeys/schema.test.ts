@@ -4,9 +4,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { migrationsDir } from "../../../src/paths.js";
 import { migrate, splitStatements } from "../../../src/storage/db.js";
+import { useHarness } from "../../harness.js";
 
 const VERSION = "0004_key_migrations";
 
@@ -27,10 +27,21 @@ describe("migration 0004 (key migrations)", () => {
       await h.db.pool.query("DELETE FROM schema_migrations WHERE version = ?", [VERSION]);
       // ...then a run that stopped after `done` statements, then the next start's run.
       for (const s of statements.slice(0, done)) await h.db.pool.query(s);
-      await expect(migrate(h.db.pool, () => undefined), `after ${done} statement(s)`).resolves.toContain(VERSION);
+      await expect(
+        migrate(h.db.pool, () => undefined),
+        `after ${done} statement(s)`,
+      ).resolves.toContain(VERSION);
 
-      expect(await count("SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'keys' AND column_name = 'pending_migration_id'")).toBe(1);
-      expect(await count("SELECT COUNT(*) AS n FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'keys' AND index_name = 'keys_pending_migration'")).toBe(1);
+      expect(
+        await count(
+          "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'keys' AND column_name = 'pending_migration_id'",
+        ),
+      ).toBe(1);
+      expect(
+        await count(
+          "SELECT COUNT(*) AS n FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'keys' AND index_name = 'keys_pending_migration'",
+        ),
+      ).toBe(1);
       expect(await count("SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'key_migrations'")).toBe(1);
     }
   });

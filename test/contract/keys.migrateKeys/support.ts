@@ -2,9 +2,9 @@
 // (`keyhold migration create`), so the tests insert it through the repository.
 import { createHash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
-import type { Harness } from "../../harness.js";
 import { newId } from "../../../src/core/ids.js";
 import { insertKeyMigration, type MigrationAlgorithm } from "../../../src/storage/key-migrations.js";
+import type { Harness } from "../../harness.js";
 
 /** A migration of this file's workspace (or of another workspace id), by its id. */
 export async function seedMigration(h: Harness, algorithm: MigrationAlgorithm, workspaceId = h.workspaceId): Promise<string> {

@@ -15,7 +15,11 @@ describe("keys.removePermissions 403", () => {
     ["update_key for another API only", ["apis.api_someotherapi.update_key", "rbac.*.remove_permission_from_key"], "update_key"],
     ["update_key but no rbac grant", ["apis.*.update_key"], "rbac.*.remove_permission_from_key"],
     ["update_key and the wrong rbac grant (add)", ["apis.*.update_key", "rbac.*.add_permission_to_key"], "rbac.*.remove_permission_from_key"],
-    ["update_key and remove_role_from_key", ["apis.*.update_key", "rbac.*.remove_role_from_key", "rbac.*.delete_permission"], "rbac.*.remove_permission_from_key"],
+    [
+      "update_key and remove_role_from_key",
+      ["apis.*.update_key", "rbac.*.remove_role_from_key", "rbac.*.delete_permission"],
+      "rbac.*.remove_permission_from_key",
+    ],
   ])("a root key with %s -> 403 naming what is missing; the key keeps its permissions", async (_label, perms, missing) => {
     const a = uid("a.read");
     const { keyId } = await createKey(h, await createApi(h), { permissions: [a] });

@@ -51,7 +51,13 @@ describe("keys.removePermissions 404", () => {
 
   it("slugs are matched exactly: another case is unknown", async () => {
     const { keyId } = await createKey(h, await createApi(h), { permissions: ["docs.read"] });
-    expectError(h, await h.post(PATH, { keyId, permissions: ["Docs.Read"] }, await admin(h)), 404, PERMISSION_NOT_FOUND, "Permission 'Docs.Read' was not found.");
+    expectError(
+      h,
+      await h.post(PATH, { keyId, permissions: ["Docs.Read"] }, await admin(h)),
+      404,
+      PERMISSION_NOT_FOUND,
+      "Permission 'Docs.Read' was not found.",
+    );
   });
 
   it("a slug that exists only in another workspace -> 404 permission_not_found", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { api, expectError, expectInvalid, key, verify } from "../../fixtures.js";
+import { useHarness } from "../../harness.js";
 
 describe("keys.rerollKey", () => {
   const h = useHarness();
@@ -8,7 +8,15 @@ describe("keys.rerollKey", () => {
   it("issues a new key with the old one's settings; the old key expires at once with expiration 0", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
-    const old = await key(h, rk, apiId, { prefix: "sk_live", name: "svc", meta: { team: "a" }, credits: { remaining: 9 }, permissions: ["x.read"], externalId: "owner_1", ratelimits: [{ name: "rl1", limit: 100, duration: 60_000 }] });
+    const old = await key(h, rk, apiId, {
+      prefix: "sk_live",
+      name: "svc",
+      meta: { team: "a" },
+      credits: { remaining: 9 },
+      permissions: ["x.read"],
+      externalId: "owner_1",
+      ratelimits: [{ name: "rl1", limit: 100, duration: 60_000 }],
+    });
     const res = await h.post("/v2/keys.rerollKey", { keyId: old.keyId, expiration: 0 }, rk);
     expect(res.status, res.text).toBe(200);
     const fresh = res.body.data as { keyId: string; key: string };
@@ -45,7 +53,12 @@ describe("keys.rerollKey", () => {
     const k = await key(h, rk, apiId);
     expectInvalid(h, await h.post("/v2/keys.rerollKey", { keyId: k.keyId, expiration: -1 }, rk), "expiration");
     expectInvalid(h, await h.post("/v2/keys.rerollKey", { keyId: k.keyId, expiration: "soon" }, rk), "expiration");
-    expectError(h, await h.post("/v2/keys.rerollKey", { keyId: k.keyId, expiration: 0 }, await h.rootKey(["apis.*.read_key"])), 403, "err:svc:authorization:insufficient_permissions");
+    expectError(
+      h,
+      await h.post("/v2/keys.rerollKey", { keyId: k.keyId, expiration: 0 }, await h.rootKey(["apis.*.read_key"])),
+      403,
+      "err:svc:authorization:insufficient_permissions",
+    );
     expectError(h, await h.post("/v2/keys.rerollKey", { keyId: "key_nope00000", expiration: 0 }, rk), 404, "err:svc:data:key_not_found");
   });
 });

@@ -89,8 +89,16 @@ describe("keys.setPermissions 200", () => {
   });
 
   it.each<[string, (apiId: string) => string[], boolean]>([
-    ["per-API update_key with add and remove (existing slugs)", (apiId) => [`apis.${apiId}.update_key`, "rbac.*.add_permission_to_key", "rbac.*.remove_permission_from_key"], false],
-    ["update_key with add, remove and create_permission (a new slug)", () => ["apis.*.update_key", "rbac.*.add_permission_to_key", "rbac.*.remove_permission_from_key", "rbac.*.create_permission"], true],
+    [
+      "per-API update_key with add and remove (existing slugs)",
+      (apiId) => [`apis.${apiId}.update_key`, "rbac.*.add_permission_to_key", "rbac.*.remove_permission_from_key"],
+      false,
+    ],
+    [
+      "update_key with add, remove and create_permission (a new slug)",
+      () => ["apis.*.update_key", "rbac.*.add_permission_to_key", "rbac.*.remove_permission_from_key", "rbac.*.create_permission"],
+      true,
+    ],
   ])("a root key with %s is enough", async (_label, perms, newSlug) => {
     const apiId = await createApi(h);
     const existing = uid("existing.read");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { api, expectError, expectInvalid, key, verify } from "../../fixtures.js";
+import { useHarness } from "../../harness.js";
 
 describe("keys.updateCredits", () => {
   const h = useHarness();
@@ -53,7 +53,12 @@ describe("keys.updateCredits", () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
     const k = await key(h, rk, apiId, { credits: { remaining: 3 } });
-    expectError(h, await h.post("/v2/keys.updateCredits", { keyId: k.keyId, operation: "set", value: 1 }, await h.rootKey(["apis.*.read_key"])), 403, "err:svc:authorization:insufficient_permissions");
+    expectError(
+      h,
+      await h.post("/v2/keys.updateCredits", { keyId: k.keyId, operation: "set", value: 1 }, await h.rootKey(["apis.*.read_key"])),
+      403,
+      "err:svc:authorization:insufficient_permissions",
+    );
     expectError(h, await h.post("/v2/keys.updateCredits", { keyId: "key_nope00000", operation: "set", value: 1 }, rk), 404, "err:svc:data:key_not_found");
   });
 });

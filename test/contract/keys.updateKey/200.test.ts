@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { api, key, verify } from "../../fixtures.js";
+import { useHarness } from "../../harness.js";
 
 describe("keys.updateKey 200", () => {
   const h = useHarness();
@@ -22,7 +22,12 @@ describe("keys.updateKey 200", () => {
   it("null clears name, meta, expires and credits (unlimited, refill cleared)", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
-    const k = await key(h, rk, apiId, { name: "n", meta: { a: 1 }, expires: Date.now() + 60_000, credits: { remaining: 5, refill: { interval: "daily", amount: 5 } } });
+    const k = await key(h, rk, apiId, {
+      name: "n",
+      meta: { a: 1 },
+      expires: Date.now() + 60_000,
+      credits: { remaining: 5, refill: { interval: "daily", amount: 5 } },
+    });
     const res = await h.post("/v2/keys.updateKey", { keyId: k.keyId, name: null, meta: null, expires: null, credits: null }, rk);
     expect(res.status, res.text).toBe(200);
     const got = await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk);
@@ -47,9 +52,24 @@ describe("keys.updateKey 200", () => {
   it("replaces rate limits by name, keeping the id of a name that stays", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
-    const k = await key(h, rk, apiId, { ratelimits: [{ name: "keep", limit: 10, duration: 60_000 }, { name: "drop", limit: 10, duration: 60_000 }] });
+    const k = await key(h, rk, apiId, {
+      ratelimits: [
+        { name: "keep", limit: 10, duration: 60_000 },
+        { name: "drop", limit: 10, duration: 60_000 },
+      ],
+    });
     const before = (await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.ratelimits as Array<{ id: string; name: string }>;
-    await h.post("/v2/keys.updateKey", { keyId: k.keyId, ratelimits: [{ name: "keep", limit: 1, duration: 60_000 }, { name: "new", limit: 5, duration: 1000 }] }, rk);
+    await h.post(
+      "/v2/keys.updateKey",
+      {
+        keyId: k.keyId,
+        ratelimits: [
+          { name: "keep", limit: 1, duration: 60_000 },
+          { name: "new", limit: 5, duration: 1000 },
+        ],
+      },
+      rk,
+    );
     const after = (await h.post("/v2/keys.getKey", { keyId: k.keyId }, rk)).body.data.ratelimits as Array<{ id: string; name: string; limit: number }>;
     expect(after.map((r) => r.name).sort()).toEqual(["keep", "new"]);
     expect(after.find((r) => r.name === "keep")).toMatchObject({ id: before.find((r) => r.name === "keep")?.id, limit: 1 });

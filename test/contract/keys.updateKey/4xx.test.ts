@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { useHarness } from "../../harness.js";
 import { api, expectError, expectInvalid, key } from "../../fixtures.js";
+import { useHarness } from "../../harness.js";
 
 describe("keys.updateKey 400/403/404", () => {
   const h = useHarness();
@@ -14,7 +14,16 @@ describe("keys.updateKey 400/403/404", () => {
     ["daily refill with a refillDay", { credits: { remaining: 1, refill: { interval: "daily", amount: 1, refillDay: 3 } } }, "refillDay"],
     ["enabled null", { enabled: null }, "enabled"],
     ["ratelimits null", { ratelimits: null }, "ratelimits"],
-    ["duplicate rate-limit names", { ratelimits: [{ name: "abc", limit: 1, duration: 1000 }, { name: "abc", limit: 2, duration: 1000 }] }, "ratelimits[1].name"],
+    [
+      "duplicate rate-limit names",
+      {
+        ratelimits: [
+          { name: "abc", limit: 1, duration: 1000 },
+          { name: "abc", limit: 2, duration: 1000 },
+        ],
+      },
+      "ratelimits[1].name",
+    ],
     ["an unknown field", { colour: "red" }, "colour"],
   ])("%s -> 400 naming the field", async (_label, fields, field) => {
     const rk = await h.rootKey(["*"]);

@@ -6,8 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, createApi, expectOk, uid, verifyKey } from "../shared/helpers.js";
 import { seamapiKey, seedMigration } from "../keys.migrateKeys/support.js";
+import { admin, createApi, expectOk, uid, verifyKey } from "../shared/helpers.js";
 
 const NOT_FOUND = { valid: false, code: "NOT_FOUND" };
 const SEAMAPI = "github.com/seamapi/prefixed-api-key";
@@ -66,7 +66,14 @@ describe("keys.verifyKey 200 with migrationId", () => {
   it("a key not shaped prefix_short_long with the right long token -> NOT_FOUND, the row untouched; the real key then verifies", async () => {
     const k = await imported();
     // seamapi's hash covers the long token alone; none of these is a key that library issues.
-    for (const variant of [k.long, `x_${k.long}`, `evil_xxxx_${k.short}_${k.long}`, `acme_live_${k.short}_${k.long}`, `_${k.short}_${k.long}`, `acme__${k.long}`]) {
+    for (const variant of [
+      k.long,
+      `x_${k.long}`,
+      `evil_xxxx_${k.short}_${k.long}`,
+      `acme_live_${k.short}_${k.long}`,
+      `_${k.short}_${k.long}`,
+      `acme__${k.long}`,
+    ]) {
       expect(await verifyKey(h, variant, { migrationId: k.migrationId }), variant).toEqual(NOT_FOUND);
       expect(await pendingOf(k.keyId)).toEqual({ hash: k.importedHash, pending_migration_id: k.migrationId });
     }

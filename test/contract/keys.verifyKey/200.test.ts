@@ -3,19 +3,7 @@
 // carries nothing else, so a caller learns nothing about keys it may not see.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import {
-  admin,
-  awayFromWindowEdge,
-  createApi,
-  createKey,
-  expectOk,
-  foreignAdmin,
-  getKey,
-  seedRole,
-  sleep,
-  uid,
-  verifyKey,
-} from "../shared/helpers.js";
+import { admin, awayFromWindowEdge, createApi, createKey, expectOk, foreignAdmin, getKey, seedRole, sleep, uid, verifyKey } from "../shared/helpers.js";
 
 const NOT_FOUND = { valid: false, code: "NOT_FOUND" };
 
@@ -56,7 +44,16 @@ describe("keys.verifyKey 200", () => {
         roles: [role],
         identity: { id: expect.stringMatching(/^id_/), externalId },
         ratelimits: [
-          { id: expect.stringMatching(/^rl_/), name: "requests", limit: 10, duration: 60_000, reset: expect.any(Number), remaining: 9, exceeded: false, autoApply: true },
+          {
+            id: expect.stringMatching(/^rl_/),
+            name: "requests",
+            limit: 10,
+            duration: 60_000,
+            reset: expect.any(Number),
+            remaining: 9,
+            exceeded: false,
+            autoApply: true,
+          },
         ],
       });
       expect(data.permissions).toHaveLength(2);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, createApi, createKey, expectError, expectInvalid, getKey, expectOk, many } from "../shared/helpers.js";
+import { admin, createApi, createKey, expectError, expectInvalid, expectOk, getKey, many } from "../shared/helpers.js";
 
 const SYNTAX = "err:user:bad_request:permissions_query_syntax_error";
 

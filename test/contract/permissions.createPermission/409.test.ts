@@ -37,6 +37,11 @@ describe("permissions.createPermission 409", () => {
   it("the 409 is checked after the permission: without the grant it is a 403", async () => {
     expectOk(await h.post("/v2/permissions.createPermission", { name: "x", slug: "taken.slug" }, await admin(h)));
     const rk = await h.rootKey(["rbac.*.read_permission"]);
-    expectError(h, await h.post("/v2/permissions.createPermission", { name: "x", slug: "taken.slug" }, rk), 403, "err:svc:authorization:insufficient_permissions");
+    expectError(
+      h,
+      await h.post("/v2/permissions.createPermission", { name: "x", slug: "taken.slug" }, rk),
+      403,
+      "err:svc:authorization:insufficient_permissions",
+    );
   });
 });

@@ -84,7 +84,11 @@ describe("permissions.createRole 200", () => {
   // where InnoDB picks deadlock victims: none of that may reach the caller.
   it("concurrent roles sharing new slugs (in any order) all succeed, and each slug exists once", async () => {
     const rk = await admin(h);
-    const shuffle = <T>(a: T[]): T[] => a.map((x) => [Math.random(), x] as const).sort((p, q) => p[0] - q[0]).map((p) => p[1]);
+    const shuffle = <T>(a: T[]): T[] =>
+      a
+        .map((x) => [Math.random(), x] as const)
+        .sort((p, q) => p[0] - q[0])
+        .map((p) => p[1]);
     for (let round = 0; round < 4; round++) {
       const slugs = Array.from({ length: 40 }, (_, i) => `shared${round}.p${i}`);
       const results = await Promise.all(

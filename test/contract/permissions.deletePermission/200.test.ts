@@ -35,9 +35,13 @@ describe("permissions.deletePermission 200", () => {
     const role = expectOk(await h.post("/v2/permissions.getRole", { role: roleId }, rk));
     expect(role.permissions.map((p: { slug: string }) => p.slug)).toEqual(["docs.read"]);
     expect(expectOk(await getKey(h, keyId)).permissions).toEqual(["docs.share"]);
-    const [links] = await h.db.pool.query("SELECT COUNT(*) AS n FROM roles_permissions rp LEFT JOIN permissions p ON p.id = rp.permission_id WHERE p.id IS NULL");
+    const [links] = await h.db.pool.query(
+      "SELECT COUNT(*) AS n FROM roles_permissions rp LEFT JOIN permissions p ON p.id = rp.permission_id WHERE p.id IS NULL",
+    );
     expect((links as Array<{ n: number }>)[0]?.n).toBe(0);
-    const [keyLinks] = await h.db.pool.query("SELECT COUNT(*) AS n FROM keys_permissions kp LEFT JOIN permissions p ON p.id = kp.permission_id WHERE p.id IS NULL");
+    const [keyLinks] = await h.db.pool.query(
+      "SELECT COUNT(*) AS n FROM keys_permissions kp LEFT JOIN permissions p ON p.id = kp.permission_id WHERE p.id IS NULL",
+    );
     expect((keyLinks as Array<{ n: number }>)[0]?.n).toBe(0);
   });
 

@@ -10,7 +10,13 @@ describe("permissions.getPermission 403", () => {
   it("a root key without rbac.*.read_permission -> 403 naming the missing grant", async () => {
     expectOk(await h.post("/v2/permissions.createPermission", { name: "x", slug: "some.perm" }, await admin(h)));
     const rk = await h.rootKey(["rbac.*.create_permission", "rbac.*.read_role", "rbac.*.delete_permission"]);
-    expectError(h, await h.post("/v2/permissions.getPermission", { permission: "some.perm" }, rk), 403, FORBIDDEN, "Missing permission: 'rbac.*.read_permission'");
+    expectError(
+      h,
+      await h.post("/v2/permissions.getPermission", { permission: "some.perm" }, rk),
+      403,
+      FORBIDDEN,
+      "Missing permission: 'rbac.*.read_permission'",
+    );
   });
 
   // The grant does not depend on the permission, so it is checked first: a key

@@ -7,6 +7,12 @@ describe("permissions.listRoles 403", () => {
 
   it("a root key without rbac.*.read_role -> 403 naming it", async () => {
     const rk = await h.rootKey(["rbac.*.read_permission", "rbac.*.create_role"]);
-    expectError(h, await h.post("/v2/permissions.listRoles", {}, rk), 403, "err:svc:authorization:insufficient_permissions", "Missing permission: 'rbac.*.read_role'");
+    expectError(
+      h,
+      await h.post("/v2/permissions.listRoles", {}, rk),
+      403,
+      "err:svc:authorization:insufficient_permissions",
+      "Missing permission: 'rbac.*.read_role'",
+    );
   });
 });

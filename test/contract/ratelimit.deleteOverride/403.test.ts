@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, uid, namespace } from "../shared/helpers.js";
+import { admin, expectError, expectOk, namespace } from "../shared/helpers.js";
 
 describe("ratelimit.deleteOverride 403", () => {
   const h = useHarness();
   const FORBIDDEN = "err:svc:authorization:insufficient_permissions";
-
 
   it("a root key with every override grant but delete_override -> 403, and the override stays", async () => {
     const ns = await namespace(h);

@@ -1,7 +1,7 @@
 import { describe, it } from "vitest";
 import type { Harness, Res } from "../../harness.js";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, foreignAdmin, uid, namespace } from "../shared/helpers.js";
+import { admin, expectError, expectOk, foreignAdmin, namespace, uid } from "../shared/helpers.js";
 
 const DETAIL = "The requested rate limit override could not be found";
 

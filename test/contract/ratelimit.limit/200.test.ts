@@ -6,8 +6,7 @@ const MINUTE = 60_000;
 
 describe("ratelimit.limit 200", () => {
   const h = useHarness();
-  const limit = async (body: Record<string, unknown>, rootKey?: string) =>
-    expectOk(await h.post("/v2/ratelimit.limit", body, rootKey ?? (await admin(h))));
+  const limit = async (body: Record<string, unknown>, rootKey?: string) => expectOk(await h.post("/v2/ratelimit.limit", body, rootKey ?? (await admin(h))));
   const setOverride = async (namespace: string, identifier: string, lim: number, duration = MINUTE): Promise<string> =>
     expectOk(await h.post("/v2/ratelimit.setOverride", { namespace, identifier, limit: lim, duration }, await admin(h))).overrideId;
 

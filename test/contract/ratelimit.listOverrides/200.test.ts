@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectOk, type Json, uid, namespace } from "../shared/helpers.js";
+import { admin, expectOk, type Json, namespace } from "../shared/helpers.js";
 
 const MINUTE = 60_000;
 

@@ -1,11 +1,10 @@
 import { describe, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, uid, namespace } from "../shared/helpers.js";
+import { expectError, namespace, uid } from "../shared/helpers.js";
 
 describe("ratelimit.listOverrides 403", () => {
   const h = useHarness();
   const FORBIDDEN = "err:svc:authorization:insufficient_permissions";
-
 
   it("a root key with every override grant but read_override -> 403", async () => {
     const ns = await namespace(h);

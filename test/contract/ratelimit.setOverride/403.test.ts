@@ -1,6 +1,6 @@
 import { describe, it } from "vitest";
 import { useHarness } from "../../harness.js";
-import { admin, expectError, expectOk, uid, namespace } from "../shared/helpers.js";
+import { expectError, namespace, uid } from "../shared/helpers.js";
 
 describe("ratelimit.setOverride 403", () => {
   const h = useHarness();

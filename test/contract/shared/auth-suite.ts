@@ -3,8 +3,8 @@
 // one space, the root key, nothing else. Authentication is checked before the
 // body, so a request without credentials is a 401 whatever its body is.
 import { describe, expect, it } from "vitest";
-import type { Harness } from "../../harness.js";
 import { generateRootKey } from "../../../src/domain/auth/root-key.js";
+import type { Harness } from "../../harness.js";
 import { admin, expectError, show } from "./helpers.js";
 
 export const MISSING_DETAIL = "Credentials were not provided";
@@ -32,10 +32,13 @@ export const MALFORMED_VARIANTS: Array<[string, (k: string) => string]> = [
   ["the key truncated by 4 characters", (k) => `Bearer ${k.slice(0, -4)}`],
   ["the prefix only (`svc_`)", (k) => `Bearer ${k.slice(0, k.indexOf("_") + 1)}`],
   ["one character of the key changed (checksum)", (k) => `Bearer ${k.slice(0, -1)}${otherBase58(k.slice(-1))}`],
-  ["one character in the middle changed (checksum)", (k) => {
-    const i = Math.floor(k.length / 2);
-    return `Bearer ${k.slice(0, i)}${otherBase58(k.charAt(i))}${k.slice(i + 1)}`;
-  }],
+  [
+    "one character in the middle changed (checksum)",
+    (k) => {
+      const i = Math.floor(k.length / 2);
+      return `Bearer ${k.slice(0, i)}${otherBase58(k.charAt(i))}${k.slice(i + 1)}`;
+    },
+  ],
 ];
 
 /**
@@ -100,7 +103,10 @@ export function describeAuth(h: Harness, path: string, validBody: unknown): void
       // A key in the shape of an end-user key is not a root key: malformed or unknown, never 2xx.
       const res = await h.post(path, validBody, "sk_3xYzAbCdEfGhJkLmNpQrSt");
       expect(res.status, show(res)).toBe(401);
-      expect(["malformed", "key_not_found"].some((c) => String(res.body?.error?.type).endsWith(`/authentication/${c}`)), show(res)).toBe(true);
+      expect(
+        ["malformed", "key_not_found"].some((c) => String(res.body?.error?.type).endsWith(`/authentication/${c}`)),
+        show(res),
+      ).toBe(true);
     });
   });
 }

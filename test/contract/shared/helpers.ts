@@ -3,8 +3,8 @@
 // that go through the public API wherever the API can do the job.
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type { Harness, Res } from "../../harness.js";
 import { newId } from "../../../src/core/ids.js";
+import type { Harness, Res } from "../../harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies are checked by assertions
 export type Json = any;
@@ -33,8 +33,7 @@ const TITLES: Record<number, string[]> = {
 };
 
 /** `err:svc:data:x` -> `${docsBase}/api-reference/errors-v2/svc/data/x` (seed: Errors). */
-export const typeUrl = (h: Harness, code: string): string =>
-  `${h.docsBase}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`;
+export const typeUrl = (h: Harness, code: string): string => `${h.docsBase}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`;
 
 /** Nothing internal ever reaches a client: no stack frames, no source paths. */
 export function expectNoInternals(res: Res): void {
@@ -119,12 +118,7 @@ export async function createApi(h: Harness, name = uid("api"), rootKey?: string)
   return res.body.data.apiId as string;
 }
 
-export async function createKey(
-  h: Harness,
-  apiId: string,
-  fields: Record<string, unknown> = {},
-  rootKey?: string,
-): Promise<{ keyId: string; key: string }> {
+export async function createKey(h: Harness, apiId: string, fields: Record<string, unknown> = {}, rootKey?: string): Promise<{ keyId: string; key: string }> {
   const res = await h.post("/v2/keys.createKey", { apiId, ...fields }, rootKey ?? (await admin(h)));
   expect(res.status, show(res)).toBe(200);
   return res.body.data as { keyId: string; key: string };
@@ -150,10 +144,13 @@ export async function seedRole(h: Harness, name: string, permissions: string[] =
   await h.db.pool.execute("INSERT INTO roles (id, workspace_id, name, created_at_m) VALUES (?, ?, ?, ?)", [roleId, h.workspaceId, name, now]);
   for (const slug of permissions) {
     const permId = newId("perm", now);
-    await h.db.pool.execute(
-      "INSERT INTO permissions (id, workspace_id, name, slug, created_at_m) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE pk = pk",
-      [permId, h.workspaceId, slug, slug, now],
-    );
+    await h.db.pool.execute("INSERT INTO permissions (id, workspace_id, name, slug, created_at_m) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE pk = pk", [
+      permId,
+      h.workspaceId,
+      slug,
+      slug,
+      now,
+    ]);
     await h.db.pool.execute(
       `INSERT INTO roles_permissions (role_id, permission_id, workspace_id, created_at_m)
        SELECT ?, id, ?, ? FROM permissions WHERE workspace_id = ? AND slug = ?`,

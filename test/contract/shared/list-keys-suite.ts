@@ -5,18 +5,7 @@
 // Both folders run these suites with their own path.
 import { describe, expect, it } from "vitest";
 import type { Harness, Res } from "../../harness.js";
-import {
-  admin,
-  createApi,
-  createKey,
-  expectError,
-  expectInvalid,
-  expectOk,
-  foreignAdmin,
-  type Json,
-  show,
-  uid,
-} from "./helpers.js";
+import { admin, createApi, createKey, expectError, expectInvalid, expectOk, foreignAdmin, type Json, show, uid } from "./helpers.js";
 
 export type ListPath = "/v2/apis.listKeys" | "/v2/keys.listKeys";
 
