@@ -53,6 +53,13 @@ module.exports = {
       to: { path: "^src/(transport|gateway|grpc|server|cli)" },
     },
     {
+      name: "errors-below-transport",
+      severity: "error",
+      comment: "The catalogue and redaction serve every door; they know none of them.",
+      from: { path: "^src/errors/" },
+      to: { path: "^src/(transport|gateway|grpc|server|cli)" },
+    },
+    {
       name: "transport-below-the-doors",
       severity: "error",
       from: { path: "^src/transport/" },

@@ -43,12 +43,26 @@ describe("import rules", () => {
     ["server-is-the-composition-root", "src/gateway/plugin.ts", "src/server/metrics.ts"],
     ["core-imports-nothing", "src/core/ids.ts", "src/storage/sql.ts"],
     ["services-below-the-doors", "src/services/keys.ts", "src/gateway/answered.ts"],
+    ["errors-below-transport", "src/errors/catalog.ts", "src/transport/body.ts"],
+    ["transport-below-the-doors", "src/transport/invoke.ts", "src/grpc/server.ts"],
   ])("%s refuses %s importing %s", (rule, from, to) => {
     const dir = tree(from, to);
     try {
       const { ok, report } = cruise(dir);
       expect(ok).toBe(false);
       expect(report).toContain(rule);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("sql-only-in-storage refuses mysql2 imported outside storage", () => {
+    const dir = tree("src/transport/metrics.ts", "src/core/ids.ts", 'import type { Pool } from "mysql2/promise";\nexport type P = Pool;\n');
+    fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
+    try {
+      const { ok, report } = cruise(dir);
+      expect(ok).toBe(false);
+      expect(report).toContain("sql-only-in-storage");
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -158,8 +158,11 @@ describe("every door refuses the same hostile requests the same way, within boun
       const [line] = logged;
       expect(line?.door).toBe(doorOf[r.door]);
       expect(line?.operation).toBe("keys.verifyKey");
-      // Refusals at info (30), answered calls at debug (20).
-      expect(line?.level, JSON.stringify(line)).toBe(r.attack === "valid" ? 20 : 30);
+      // Refusals at info (30), answered calls at debug (20); any request slower than
+      // SLOW_REQUEST_MS is a warning (40) whatever its answer, which a loaded machine
+      // (CI beside other work) can make of any of these.
+      const usual = r.attack === "valid" ? 20 : 30;
+      expect(line?.level, JSON.stringify(line)).toBe(line?.msg === "slow request" ? 40 : usual);
     }
     expect(
       lines.filter((l) => l.level >= 50),

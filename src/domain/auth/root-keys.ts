@@ -12,7 +12,7 @@ import { generateRootKey } from "./root-key.js";
 
 /**
  * A grant: letters, digits and `. _ * : -`, as in `apis.*.create_key` or
- * `api.api_123.read_key`. Anything else could never match an operation's
+ * `apis.api_123.read_key`. Anything else could never match an operation's
  * permission (auth/operation-permissions.ts), so it is refused rather than stored.
  */
 export const ROOT_KEY_PERMISSION = /^[a-zA-Z0-9_.*:-]{1,256}$/;
