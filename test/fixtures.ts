@@ -21,7 +21,7 @@ export async function verify(h: Harness, rk: string, k: string, fields: Record<s
   return res.body.data;
 }
 
-// Envelope assertions are shared with the contract tests.
+// Envelope assertions are shared with the tests of test/contract/.
 export { expectError, expectInvalid } from "./contract/shared/helpers.js";
 
 /** Runs fn with the service's clock fixed at `ms` (so a test never straddles a rate-limit window edge). */

@@ -1,5 +1,5 @@
 // Reading the file of `keyhold keys import`: JSONL or CSV records, streamed, each
-// checked here against the contract's bounds for keys.migrateKeys (the same
+// checked here against the bounds keys.migrateKeys enforces (the same
 // domain checks the server runs) so one bad line becomes one reported failure
 // instead of a refused batch. A plaintext `key` is hashed here with the standard
 // hash and never kept: only its hash is sent, and failures name it by line and a
@@ -150,7 +150,7 @@ function ratelimitProblems(r: unknown, field: string): string[] {
   return problems;
 }
 
-/** The contract's bounds, through the domain's own validators. */
+/** keys.migrateKeys' bounds, through the domain's own validators. */
 function boundProblems(k: MigrateKey): string[] {
   const v = new Validator();
   v.string("hash", k.hash, limits.migrationHash);

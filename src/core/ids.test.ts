@@ -1,6 +1,6 @@
 // Resource ids: `<prefix>_` + fixed-width base58 of (6 bytes of ms time + 10
 // random bytes), so that they match ^[a-zA-Z0-9_]+$ and sort by creation time
-// under a binary collation (stable cursor pages, contract §1.5 and §6.5).
+// under a binary collation (so cursor pages, which go by id, stay stable).
 
 import { randomBytes } from "node:crypto";
 import bs58 from "bs58";

@@ -1,4 +1,4 @@
-// The seed's limits table and the contract's field rules, in one place.
+// The bounds and patterns of every operation's fields, in one place (docs/errors.md, "Field errors (400)").
 export const MAX_EXPIRES = 4_102_444_800_000;
 export const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
@@ -26,10 +26,10 @@ export const limits = {
   /** Deepest nesting of meta (and any JSON document in a request), on every transport. */
   metaDepth: 32,
   verifyKey: { min: 1, max: 512 },
-  /** verifyKey's migrationId (CONTRACT §3.2.2). */
+  /** verifyKey's migrationId: only its length is checked; an unknown one answers NOT_FOUND. */
   verifyMigrationId: { max: 256 },
   migrationId: { min: 3, max: 255 },
-  /** Keys per keys.migrateKeys request: ours, not the contract's, so one call is a bounded amount of work. */
+  /** Keys per keys.migrateKeys request: keyhold's own bound, so one call is a bounded amount of work. */
   migrateKeys: { minItems: 1, maxItems: 1000 },
   /** An imported hash; no supported algorithm makes more than 64 characters (hex SHA-256), and keys.hash holds 64. */
   migrationHash: { min: 3, max: 64, noTrailingSpace: true },

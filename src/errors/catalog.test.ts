@@ -1,6 +1,6 @@
 // The catalog is the only map from ErrorCode to the wire. Every code must have a
 // well-formed docs URL derived from the code, and its title must be the HTTP
-// status text of its status (seed: "error.title: HTTP status text").
+// status text of its status (docs/errors.md, "The JSON envelope").
 import { STATUS_CODES } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";

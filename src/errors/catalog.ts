@@ -1,6 +1,7 @@
 // The only place that knows what an ErrorCode means on the wire: HTTP status,
-// title (the HTTP status text, as the seed says), Connect/gRPC code, default
-// detail and the docs URL. Adding a code to ErrorCode without a row here fails typecheck.
+// title (the status's standard reason phrase; docs/errors.md, "The JSON
+// envelope"), Connect/gRPC code, default detail and the docs URL. Adding a code
+// to ErrorCode without a row here fails typecheck.
 
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";

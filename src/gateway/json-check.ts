@@ -1,11 +1,12 @@
 // Strict checks of a JSON request body against the request message's descriptor,
 // and its conversion to the generated message shape in the same walk. ProtoJSON
-// is lenient where the contract is not: it accepts "16" for an integer and
-// treats null as "not set". Here every field must have its JSON type, unknown
-// properties are refused, and null is allowed only where the contract makes a
-// field nullable. The result has every field the generated type has (defaults
-// filled, 64-bit integers as bigint), with the nullable wrappers
-// (`keyhold.v2.Nullable*`) and the `set_<field>` presence flags set.
+// is lenient where keyhold is not: it accepts "16" for an integer and treats
+// null as "not set". Here every field must have its JSON type, unknown
+// properties are refused (a misspelt field silently dropped would change what
+// the caller asked for), and null is allowed only where a field is nullable
+// (docs/errors.md, "Unknown fields are refused"). The result has every field
+// the generated type has (defaults filled, 64-bit integers as bigint), with the
+// nullable wrappers (`keyhold.v2.Nullable*`) and the `set_<field>` presence flags set.
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { FieldError } from "../core/errors.js";

@@ -1,10 +1,10 @@
-// Response messages (or their init shapes) to the contract's JSON, by a writer
+// Response messages (or their init shapes) to the JSON of /v2 answers, by a writer
 // compiled once per message type. The rules:
 //   - every implicit-presence scalar is sent, default included (`valid: false`,
 //     `hasMore: false`); optional scalars and messages only when set;
 //   - 64-bit integers are JSON numbers (ProtoJSON would write strings; the SDK wants numbers);
-//   - empty lists are left out (the contract omits empty arrays), except the
-//     few the contract's answers always carry (ALWAYS_SENT);
+//   - empty lists are left out, as unset fields are (absent means none), except
+//     the few lists an answer always carries (ALWAYS_SENT);
 //   - a credits object without a balance gets `remaining: null` (unlimited), the
 //     one nullable response field;
 //   - google.protobuf.Struct fields are the JSON object itself.
@@ -131,7 +131,8 @@ function shapeOf(desc: DescMessage): Shape {
  * Where the response goes in the envelope: a list response puts its rows in
  * `data` and `pagination` beside it; a response holding one message (or one list,
  * as keys.addPermissions) is unwrapped.
- * `keys.listKeys` keeps the seed's `data.keys`.
+ * `keys.listKeys` (keyhold's own operation, not in the SDK) keeps its rows in
+ * `data.keys`; apis.listKeys answers the same keys as `data` itself.
  */
 export function shapeResponse(path: string, desc: DescMessage, msg: unknown): { data: JsonValue; pagination?: JsonValue } {
   const json = messageToJson(desc, msg);

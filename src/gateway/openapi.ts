@@ -218,7 +218,7 @@ const NS_404: ErrorCode = "err:svc:data:ratelimit_namespace_not_found";
 const OVERRIDE_404: ErrorCode = "err:svc:data:ratelimit_override_not_found";
 const PRECONDITION: ErrorCode = "err:svc:application:precondition_failed";
 
-/** The codes an operation raises besides the common ones (from the domain code and CONTRACT §3). */
+/** The codes an operation raises besides the common ones, kept by hand from the domain code (docs/errors.md, "Codes"). */
 export const operationErrors: Record<string, ErrorCode[]> = {
   "apis.createApi": [],
   "apis.getApi": [API_404],

@@ -23,7 +23,10 @@ export const groupOf = (s: DescService): string => {
 
 type BodyAdapter = (body: unknown) => unknown;
 
-/** The three spellings of an override's namespace (contract §0.1 decision 2). */
+/**
+ * The three spellings of a rate-limit request's namespace on /v2: `namespace`, `namespaceId` or `namespaceName`,
+ * exactly one (docs/ratelimits.md, "Standalone limits: `ratelimit.limit` and `ratelimit.multiLimit`").
+ */
 const namespaceAliases: BodyAdapter = (body) => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return body;
   const b = { ...(body as Record<string, unknown>) };
@@ -121,12 +124,13 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
   const metrics = metricsOf(deps);
   return async function gateway(app: FastifyInstance): Promise<void> {
     // Nothing is read before the handler: it authenticates first, so a request
-    // without valid credentials costs no more than its headers (and a 401 wins
-    // over a 400 for an unparsable body, as the contract has it).
+    // without valid credentials costs no more than its headers, and a 401 wins
+    // over a 400 for an unparsable body: the caller learns nothing about the API
+    // before authenticating (docs/auth.md, "Credentials first, body second, on every door").
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
 
-    // Liveness needs no root key and ignores any body (GET for the SDK, POST as the seed's convention).
+    // Liveness needs no root key and ignores any body (GET for the SDK, POST like every other /v2 path).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
     const liveness = async (req: FastifyRequest) => {
       const degraded = deps.degraded();

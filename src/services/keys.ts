@@ -103,7 +103,7 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
       return {};
     },
     rerollKey: (req, { principal }) => rerollKey(deps, principal, { keyId: req.keyId, expiration: num(req.expiration) }),
-    // Key grants (contract §3.2.8–3.2.11): the JSON gateway sends the list as `data`.
+    // Key grants (domain/keys/grants.ts): the JSON gateway sends the list as `data`.
     addPermissions: async (req, { principal }) => ({ permissions: (await addPermissions(deps, principal, req)).map(toPermission) }),
     removePermissions: async (req, { principal }) => ({ permissions: (await removePermissions(deps, principal, req)).map(toPermission) }),
     setPermissions: async (req, { principal }) => ({ permissions: (await setPermissions(deps, principal, req)).map(toPermission) }),

@@ -64,8 +64,8 @@ export function toKeyResponse(k: KeyView): Init<typeof KeyResponseDataSchema> {
 export const toPagination = (cursor: string | undefined): Init<typeof PaginationSchema> =>
   cursor === undefined ? { hasMore: false } : { hasMore: true, cursor };
 
-// Permission and Role (contract §2.6, §2.7): description only when there is one,
-// and an empty permissions list is left out by the JSON writer.
+// Permission and Role: description only when there is one, and an empty
+// permissions list is left out by the JSON writer (gateway/json-response.ts).
 export const toPermission = (p: PermissionRow): Init<typeof PermissionSchema> => ({
   id: p.id,
   name: p.name,

@@ -68,7 +68,7 @@ export async function createNamespace(db: Queryable, workspaceId: string, name: 
   return { id, name, createdAt: now };
 }
 
-/** Soft-deletes the workspace's live namespace (as the contract's deleted namespaces); false when there is none. */
+/** Soft-deletes the workspace's live namespace (kept as a row, so ratelimit.limit answers 410 for it rather than recreating it); false when there is none. */
 export async function softDeleteNamespace(db: Queryable, workspaceId: string, namespaceId: string, now: number): Promise<boolean> {
   const r = await exec(db, "UPDATE ratelimit_namespaces SET deleted_at_m = ?, updated_at_m = ? WHERE id = ? AND workspace_id = ? AND deleted_at_m IS NULL", [
     now,

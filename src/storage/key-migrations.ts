@@ -1,4 +1,4 @@
-// Key migrations (CONTRACT §3.2.13): a workspace's record of how the hashes it
+// Key migrations (domain/keys/migrate.ts): a workspace's record of how the hashes it
 // imports were computed, and the bulk writes of keys.migrateKeys. An import
 // batch is up to 1,000 keys, so every write here is a multi-row statement: a
 // batch costs a few round trips, not a few per key.
@@ -6,7 +6,11 @@ import { newId } from "../core/ids.js";
 import type { RatelimitConfig } from "../core/records.js";
 import { exec, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
 
-/** How the imported hashes of a migration were computed (CONTRACT §3.2.13). */
+/**
+ * How the imported hashes of a migration were computed: `sha256`, keyhold's own hash (base64 SHA-256 of the whole
+ * key); or the hex SHA-256 of the key's long token that github.com/seamapi/prefixed-api-key stores
+ * (domain/keys/migrated-lookup.ts).
+ */
 export type MigrationAlgorithm = "sha256" | "github.com/seamapi/prefixed-api-key";
 
 export interface KeyMigration {

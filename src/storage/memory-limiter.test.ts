@@ -1,4 +1,4 @@
-// The sliding-window limiter (contract §7.1, §7.2), driven by explicit `now`
+// The sliding-window limiter (docs/ratelimits.md, "The algorithm"), driven by explicit `now`
 // values so every case is exact:
 //   effective = cur + trunc(prev × (1 − elapsed)) + cost; denied when effective > limit.
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,9 +1,10 @@
 // Sliding-window rate limiting approximated from two fixed windows aligned to
-// the Unix epoch (CONTRACT §7.1):
+// the Unix epoch (docs/ratelimits.md, "The algorithm"):
 //   effective = cur + trunc(prev × (1 − elapsed)) + cost
 // denied when effective > limit (nothing consumed, remaining 0); otherwise cur += cost.
-// A batch of checks is all-or-nothing (§7.2). This in-memory store is exact on
-// one instance because Node runs each batch to completion without interleaving.
+// A batch of checks is all-or-nothing (docs/ratelimits.md, "Batches are all or
+// nothing"). This in-memory store is exact on one instance because Node runs each
+// batch to completion without interleaving.
 
 import { LRUCache } from "lru-cache";
 

@@ -1,6 +1,7 @@
-// Rate-limit counters shared by every keyhold instance through Redis (CONTRACT
-// §7.1–7.2). The check() calls made in one event-loop turn (one per concurrent
-// request) go to Redis as one Lua script call, each call a group within it: for
+// Rate-limit counters shared by every keyhold instance through Redis
+// (docs/ratelimits.md, "Where the counters live"). The check() calls made in
+// one event-loop turn (one per concurrent request) go to Redis as one Lua script
+// call, each call a group within it: for
 // each group in turn, the script reads each check's current and previous window
 // counters, evaluates them with the same arithmetic as MemoryLimiter, and only
 // when every check of the group passes INCRBYs its current counters

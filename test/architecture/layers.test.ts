@@ -28,6 +28,17 @@ function tree(from: string, to: string, extra = ""): string {
   return dir;
 }
 
+/** The rules refuse the tree, naming `rule`; the tree is removed either way. */
+function expectRefused(dir: string, rule: string): void {
+  try {
+    const { ok, report } = cruise(dir);
+    expect(ok).toBe(false);
+    expect(report).toContain(rule);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("import rules", () => {
   it("the code keeps every rule", () => {
     const { ok, report } = cruise(root);
@@ -46,38 +57,19 @@ describe("import rules", () => {
     ["errors-below-transport", "src/errors/catalog.ts", "src/transport/body.ts"],
     ["transport-below-the-doors", "src/transport/invoke.ts", "src/grpc/server.ts"],
   ])("%s refuses %s importing %s", (rule, from, to) => {
-    const dir = tree(from, to);
-    try {
-      const { ok, report } = cruise(dir);
-      expect(ok).toBe(false);
-      expect(report).toContain(rule);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    expectRefused(tree(from, to), rule);
   });
 
   it("sql-only-in-storage refuses mysql2 imported outside storage", () => {
     const dir = tree("src/transport/metrics.ts", "src/core/ids.ts", 'import type { Pool } from "mysql2/promise";\nexport type P = Pool;\n');
     fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
-    try {
-      const { ok, report } = cruise(dir);
-      expect(ok).toBe(false);
-      expect(report).toContain("sql-only-in-storage");
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    expectRefused(dir, "sql-only-in-storage");
   });
 
   it("a lower layer importing a higher one in a loop is refused as a circle too", () => {
     const dir = tree("src/domain/a.ts", "src/domain/b.ts");
     fs.writeFileSync(path.join(dir, "src/domain/b.ts"), 'import { y } from "./a.js";\nexport const x = 1;\nexport const z = y;\n');
-    try {
-      const { ok, report } = cruise(dir);
-      expect(ok).toBe(false);
-      expect(report).toContain("no-circular");
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    expectRefused(dir, "no-circular");
   });
 });
 

@@ -1,6 +1,6 @@
 // The verification cache: a hot key costs no SQL, a flood of one unknown key
 // costs at most one statement, and every change made through keyhold is seen
-// by the very next verification on this instance (contract §0.1 decision 12).
+// by the very next verification on this instance (docs/caching.md).
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { revokeRootKey } from "../../src/storage/root-keys.js";

@@ -1,9 +1,9 @@
-// Grant changes and the verification cache (contract §0.1 decision 12, §3.2.8–3.2.11):
+// Grant changes and the verification cache (docs/caching.md, src/domain/keys/grants.ts):
 // after each of keys.addPermissions, removePermissions, setPermissions, addRoles,
 // removeRoles and setRoles, the very next keys.verifyKey with a `permissions`
 // query on this instance sees the change, although the key's record was cached
 // with the old grants. And a verification refused with INSUFFICIENT_PERMISSIONS
-// spends neither rate-limit tokens nor credits (§5.3).
+// spends neither rate-limit tokens nor credits (docs/permissions.md, "The permission query of `keys.verifyKey`").
 import { describe, expect, it } from "vitest";
 import { MISS } from "../../src/cache/verification-cache.js";
 import type { KeyRecord } from "../../src/core/records.js";

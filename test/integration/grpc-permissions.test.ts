@@ -141,7 +141,7 @@ describe("gRPC: PermissionsService", () => {
     expect(err.metadata.get("error-code")).toEqual(["err:svc:authentication:missing"]);
   });
 
-  // Decision 12 across front doors: a role deleted over gRPC is gone from the
+  // Cache eviction across front doors (docs/caching.md): a role deleted over gRPC is gone from the
   // very next JSON verification of a key whose record was cached.
   it("DeleteRole over gRPC is seen by the very next keys.verifyKey", async () => {
     await call(client, "createRole", { name: "grpc_temp", permissions: ["temp.use"] }, auth);

@@ -1,4 +1,4 @@
-// The seed's six "Rules for shared identity limits", one test each, plus the
+// Six rules for rate limits shared through an identity, one test each, plus the
 // exactness and window roll-over figures of the identities/ratelimit issue.
 import { describe, expect, it } from "vitest";
 import { api, key, midMinute, verify, withClock } from "../fixtures.js";

@@ -152,7 +152,7 @@ describe("@unkey/api apis.*", () => {
       await expectAuthFailures((c) => c.apis.deleteApi({ apiId }));
     });
 
-    // There is no API to set delete protection: it is set in the database, as in the contract test.
+    // There is no API to set delete protection: it is set in the database, as in test/contract/apis.deleteApi/412.test.ts.
     it("412: a delete-protected API is PreconditionFailedErrorResponse protected_resource", async () => {
       const apiId = await newApi();
       await h.db.pool.execute("UPDATE apis SET delete_protection = TRUE WHERE id = ?", [apiId]);

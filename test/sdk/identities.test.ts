@@ -168,8 +168,8 @@ describe("@unkey/api identities.*", () => {
 
     // The SDK's deleteIdentity (alone among its operations) parses typed errors only
     // from `Content-Type: application/problem+json`, although it sends
-    // `Accept: application/json`. keyhold answers application/json, as the contract
-    // (§1.1, §4) and Unkey itself do for that Accept, so the SDK reports these as the
+    // `Accept: application/json`. keyhold answers application/json, as Unkey itself
+    // does for that Accept (docs/errors.md, "The JSON envelope"), so the SDK reports these as the
     // generic APIError; status and envelope are still all there.
     it("400: an empty identity, surfaced by the SDK as APIError (it wants problem+json here)", async () => {
       const err = await expectUntypedError(h, admin.identities.deleteIdentity({ identity: "" }), 400, "err:svc:application:invalid_input");

@@ -248,7 +248,7 @@ describe("@unkey/api permissions.*", () => {
     });
 
     // The SDK declares no 404 for deleteRole (Unkey's spec omits it, its handler returns it):
-    // the contract's 404 role_not_found reaches SDK users as the generic APIError.
+    // keyhold's 404 role_not_found reaches SDK users as the generic APIError.
     it("404: a second delete is role_not_found, surfaced by the SDK as APIError", async () => {
       const r = await role();
       await admin.permissions.deleteRole({ role: r.id });

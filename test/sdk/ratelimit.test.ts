@@ -209,7 +209,7 @@ describe("@unkey/api ratelimit.*", () => {
       );
     });
 
-    // The seed's override_not_found covers "wrong namespace" too, so an unknown namespace is not namespace_not_found here.
+    // keyhold's override_not_found covers an unknown namespace too (docs/errors.md, "Codes"), so it is not namespace_not_found here.
     it("404: no override, and an unknown namespace, are override_not_found with the seed's detail", async () => {
       const ns = await namespace();
       for (const namespace of [ns.name, uid("nons")]) {

@@ -46,7 +46,7 @@ describe("@unkey/api operations keyhold does not serve", () => {
     const groupOf = (op: string) => op.split(".")[0] ?? "";
     expect(unserved.filter((op) => !UNSERVED_GROUPS.includes(groupOf(op)))).toEqual(UNSERVED_IN_SERVED_GROUPS);
     expect([...new Set(unserved.map(groupOf))].filter((g) => g !== "analytics").sort()).toEqual([...UNSERVED_GROUPS, "permissions"].sort());
-    // And the other way round: keyhold's only JSON operation the SDK lacks is the seed's keys.listKeys.
+    // And the other way round: keyhold's only JSON operation the SDK lacks is its own keys.listKeys.
     expect([...served].filter((op) => !sdk.includes(op))).toEqual(["keys.listKeys"]);
   });
 

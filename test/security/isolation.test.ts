@@ -274,7 +274,7 @@ describe("workspace isolation: B's root key against A's resources", () => {
         sent++;
         const what = `${op} ${JSON.stringify(attempt.body)} -> ${show(res)}`;
         if (op === "keys.verifyKey") {
-          // Another workspace's key: exactly the minimal NOT_FOUND, nothing about the key (§5.4).
+          // Another workspace's key: exactly the minimal NOT_FOUND, nothing about the key (docs/auth.md, "Workspace isolation").
           expect(res.status, what).toBe(200);
           expect(res.body.data, what).toEqual({ valid: false, code: "NOT_FOUND" });
         } else if (res.status === 200 || (res.status === 409 && bOwnsANames)) {

@@ -1,6 +1,7 @@
 // Authentication of management calls, shared by every front door (JSON, Connect,
-// gRPC). The seed's rules are exact: "Bearer", one space, the root key, nothing
-// else. A damaged root key fails its checksum and is `malformed` without a lookup.
+// gRPC). The rules are exact: "Bearer", one space, the root key, nothing else
+// (docs/auth.md, "Reading the credentials"). A damaged root key fails its
+// checksum and is `malformed` without a lookup.
 import { MISS } from "../../cache/verification-cache.js";
 import { AppError } from "../../core/errors.js";
 import { findRootKeyByHash } from "../../storage/root-keys.js";

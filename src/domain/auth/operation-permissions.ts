@@ -1,15 +1,17 @@
 // The root-key grants every operation needs, as data. Written from the checks the
-// domain code makes (src/domain/**), which follow CONTRACT §1.3 and Appendix A;
-// test/security/root-key-permissions.test.ts checks the code against this table
-// for every RPC of every service, and the OpenAPI document reads it.
+// domain code makes (src/domain/**); docs/permissions.md ("Which operation needs
+// which grant") says the same in prose. test/security/root-key-permissions.test.ts
+// checks the code against this table for every RPC of every service; only
+// test/security reads the table (the domain code makes its checks itself), so a
+// change to the rules is made in both places.
 //
 // Grants are `resource.resourceId.action`; `{apiId}`, `{namespaceId}` and
 // `{identityId}` stand for the id of the resource the request reaches (the API of
 // the key, for key operations). A grant containing `*` covers a wanted grant by
-// the glob rule (decision 4), so `*`, `apis.*` and `apis.*.*` cover
+// the glob rule (docs/permissions.md, "Wildcards"), so `*`, `apis.*` and `apis.*.*` cover
 // `apis.{apiId}.read_key` too; the table lists the narrowest forms only.
 
-/** Every grantable action of each resource type (CONTRACT §1.3), whether or not an operation checks it yet. */
+/** Every grantable action of each resource type (docs/permissions.md, "Grants: `resource.resourceId.action`"), whether or not an operation checks it yet. */
 export const GRANTABLE_ACTIONS = {
   apis: [
     "create_api",
@@ -118,22 +120,22 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
 
   "keys.createKey": {
     rules: [api("create_key"), withWhen(api("encrypt_key"), "recoverable")],
-    note: "roles, permissions (new slugs are created) and externalId (the identity is created) need no rbac or identity grant, as in Unkey (CONTRACT Appendix A)",
+    note: "roles, permissions (new slugs are created) and externalId (the identity is created) need no rbac or identity grant, as in Unkey",
   },
   "keys.verifyKey": {
     rules: [api("verify_key")],
     deniedWithOtherResourceGrant: { status: 200, code: "NOT_FOUND" },
-    note: "403 only when the root key holds no verify_key grant at all; one for other APIs reads as NOT_FOUND (CONTRACT §5.4)",
+    note: "403 only when the root key holds no verify_key grant at all; one for other APIs reads as NOT_FOUND, so it cannot tell whether the key exists",
   },
   "keys.getKey": { rules: [api("read_key"), withWhen(api("decrypt_key"), "decrypt")] },
   "keys.whoami": {
     rules: [api("read_key")],
     denied: { status: 404, code: "err:svc:data:key_not_found" },
-    note: "a missing grant reads as an unknown key (decision 6)",
+    note: "a missing grant reads as an unknown key: a 403 would confirm that the string is a real key",
   },
   "keys.updateKey": {
     rules: [api("update_key")],
-    note: "roles, permissions and externalId are replaced with update_key alone, as in Unkey (CONTRACT Appendix A)",
+    note: "roles, permissions and externalId are replaced with update_key alone, as in Unkey",
   },
   "keys.updateCredits": { rules: [api("update_key")] },
   "keys.deleteKey": { rules: [api("delete_key")] },
@@ -156,7 +158,7 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "keys.setRoles": { rules: [api("update_key"), only("rbac.*.add_role_to_key"), only("rbac.*.remove_role_from_key")] },
   "keys.migrateKeys": {
     rules: [api("create_key")],
-    note: "missing identities, permissions and roles are created without rbac or identity grants (CONTRACT §3.2.13, Appendix A)",
+    note: "missing identities, permissions and roles are created without rbac or identity grants, as createKey creates them",
   },
 
   "identities.createIdentity": { rules: [only("identity.*.create_identity")] },
@@ -171,7 +173,7 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "ratelimit.getOverride": {
     rules: [namespace("read_override")],
     denied: { status: 404, code: "err:svc:data:ratelimit_override_not_found" },
-    note: "a missing grant reads as a missing override (decision 11)",
+    note: "a missing grant is the same 404 as an unknown namespace or override, so the call cannot be used to probe which exist",
   },
   "ratelimit.listOverrides": { rules: [namespace("read_override")] },
   "ratelimit.deleteOverride": { rules: [namespace("delete_override")] },

@@ -1,6 +1,6 @@
 // Root keys: `svc_` + a fixed-width base58 body carrying a checksum, so that a
 // truncated or altered root key is `malformed` without a database lookup
-// (contract §0.1 decision 8). This is a security decision: the tests below protect it.
+// (docs/auth.md, "Root keys"). This is a security decision: the tests below protect it.
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { generateRootKey, isWellFormedRootKey, ROOT_KEY_PREFIX } from "./root-key.js";

@@ -4,7 +4,7 @@ import bs58 from "bs58";
 // Root keys are `svc_` + base58 of 24 random bytes followed by a 4-byte
 // checksum (the first bytes of their SHA-256), padded to a fixed width. A
 // truncated or altered root key therefore fails the format check and is
-// reported as `malformed` without touching the database (contract §0.1 #8).
+// reported as `malformed` without touching the database (docs/auth.md, "Root keys").
 // The checksum is not a secret: it only detects damage, it proves nothing.
 export const ROOT_KEY_PREFIX = "svc";
 const RANDOM_BYTES = 24;

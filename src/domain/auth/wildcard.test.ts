@@ -1,4 +1,4 @@
-// Wildcard grants (contract §0.1 decision 4, §5.5): a granted string containing
+// Wildcard grants (docs/permissions.md, "Wildcards"): a granted string containing
 // `*` is an anchored glob where `*` matches any run of characters, dots included;
 // everything else is literal. The same rule authorises root keys.
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 // A granted string containing `*` is an anchored glob in which `*` matches any
-// run of characters, dots included (contract §0.1 decision 4, §5.5). The same
+// run of characters, dots included (docs/permissions.md, "Wildcards"). The same
 // rule authorises root keys (`apis.*.create_key`, `*`) and end-user permission
 // queries (`documents.*`). Everything else in a grant is literal.
 //

@@ -1,5 +1,5 @@
 // identities.createIdentity, getIdentity, listIdentities, updateIdentity,
-// deleteIdentity (CONTRACT §3.3, §9). Every operation but create and list
+// deleteIdentity. Every operation but create and list
 // addresses the identity by id or externalId, among live identities only.
 // Identity rate limits are enforced by keys.verifyKey across all the identity's
 // keys; every change here evicts those keys' cached records at once.

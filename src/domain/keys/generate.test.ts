@@ -1,4 +1,4 @@
-// Key strings (contract §6.1–§6.3): `prefix_` + base58 (Bitcoin alphabet) of
+// Key strings: `prefix_` + base58 (Bitcoin alphabet) of
 // byteLength CSPRNG bytes; stored as base64(SHA-256(whole key)); start = prefix_ + 4.
 import { createHash } from "node:crypto";
 import bs58 from "bs58";

@@ -1,7 +1,7 @@
 // keys.addPermissions, removePermissions, setPermissions, addRoles, removeRoles
-// and setRoles (contract §3.2.8–3.2.11).
+// and setRoles (docs/permissions.md, "Which operation needs which grant").
 //
-// One rule for all six (contract §12 item 11): the root key needs
+// One rule for all six: the root key needs
 // `apis.*.update_key` or `apis.<apiId>.update_key`, plus the rbac grant of what
 // the call does to the key: adding needs `rbac.*.add_permission_to_key` /
 // `rbac.*.add_role_to_key`, removing needs the matching `remove_…_from_key`, and
@@ -13,7 +13,7 @@
 // (403), then the named permissions or roles (404, or 403 for create_permission
 // once a slug turns out to be new); so a root key without the rbac grant cannot
 // probe which slugs or roles exist. Every change evicts the key before answering,
-// so the very next verification on this instance sees it (decision 12).
+// so the very next verification on this instance sees it (docs/caching.md).
 
 import { AppError } from "../../core/errors.js";
 import type { KeyDetails } from "../../core/records.js";

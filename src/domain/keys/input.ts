@@ -70,7 +70,7 @@ export function validatePermissions(v: Validator, field: string, permissions: re
   v.items(field, permissions, { maxItems: limits.permissions.maxItems, min: 1, max: 100, noTrailingSpace: true });
 }
 
-/** Validates rate-limit configs and gives them ids; autoApply defaults to true (contract decision 5). */
+/** Validates rate-limit configs and gives them ids; autoApply defaults to true (docs/ratelimits.md, "Limits on keys and identities (verifyKey)"). */
 export function validateRatelimits(v: Validator, field: string, list: readonly RatelimitInput[], now: number): RatelimitConfig[] {
   if (list.length > limits.ratelimits.maxItems) {
     v.add(field, `${field} must have at most ${limits.ratelimits.maxItems} items (got ${list.length}).`);
@@ -101,7 +101,7 @@ export function validateRefill(v: Validator, field: string, refill: RefillInput,
   if (refill.interval === "daily" && refill.refillDay !== undefined && opts.dailyDayIsError) {
     v.add(`${field}.refillDay`, "`refillDay` must not be provided when the refill interval is `daily`.");
   }
-  // Monthly without a day refills on the 1st (contract decision 7).
+  // Monthly without a day refills on the 1st (docs/ratelimits.md, "Credits").
   return { amount: refill.amount, day: refill.interval === "monthly" ? (refill.refillDay ?? 1) : undefined };
 }
 

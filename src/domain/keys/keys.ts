@@ -177,7 +177,8 @@ async function withPlaintext(deps: Deps, workspaceId: string, found: KeyDetails[
       } catch (err) {
         // A misconfigured server (no key-encryption key opens the data key) is a 503, not a missing plaintext.
         if (err instanceof VaultUnavailableError) throw err;
-        // A key that cannot be decrypted is listed without its plaintext (contract §3.2.3).
+        // A key that cannot be decrypted is listed without its plaintext (and logged),
+        // so one unreadable row does not fail the whole answer.
         deps.log.warn({ err, keyId: k.id }, "could not decrypt a recoverable key");
         return { ...k, plaintext: undefined };
       }

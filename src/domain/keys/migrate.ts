@@ -1,4 +1,4 @@
-// keys.migrateKeys (CONTRACT §3.2.13): keys issued by another system, imported
+// keys.migrateKeys: keys issued by another system, imported
 // by their hashes so that they keep working here. A batch is written in bulk:
 // shared rows (identities, permission slugs, roles) first, each statement
 // committing on its own as createKey does, then every key with its relations in

@@ -1,4 +1,4 @@
-// verifyKey with a migrationId (CONTRACT §3.2.13, §5.3 step 1): when the
+// verifyKey with a migrationId (a migration of keys.migrateKeys): when the
 // standard lookup misses, the presented key may be one imported under that
 // migration, still stored under the hash the other system computed. On a match
 // the row is moved to the standard hash once, and from then on the key is found
@@ -22,7 +22,7 @@ import { keyRecordByHash } from "./lookup.js";
 
 export const SEAMAPI = "github.com/seamapi/prefixed-api-key";
 
-/** The longest `start` the contract answers (KeyResponseData.start is `[1..50]`). */
+/** The longest `start` an answer may carry (KeyResponseData.start is at most 50 characters). */
 const MAX_START = 50;
 
 /**
@@ -35,7 +35,7 @@ const MAX_START = 50;
  * covers the long token alone, so without this check `LONG` or `x_y_z_LONG`
  * would match the imported row and take it over for good.
  *
- * `start` is shaped as §6.3 shapes ours: the prefix, `_`, and the first 4
+ * `start` is shaped as generate.ts shapes ours: the prefix, `_`, and the first 4
  * characters of the short token, the public half that seamapi itself looks keys
  * up by; nothing of the secret long token is shown.
  */

@@ -1,4 +1,5 @@
-// The verifyKey permission query language as one table (contract §5.5, decision 4):
+// The verifyKey permission query language as one table (docs/permissions.md, "The
+// permission query of `keys.verifyKey`" and "Wildcards"):
 // every row is a query, the grants a key holds, and what must come out. Grants
 // containing `*` are anchored globs (`*` matches any run, dots included); a `*`
 // in the query is a literal character.

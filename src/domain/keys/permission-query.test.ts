@@ -1,4 +1,4 @@
-// The verifyKey permission query language (contract §5.5).
+// The verifyKey permission query language (docs/permissions.md, "The permission query of `keys.verifyKey`").
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../core/errors.js";
 import { evaluateQuery, parseQuery } from "./permission-query.js";

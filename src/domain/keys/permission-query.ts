@@ -1,4 +1,4 @@
-// The verifyKey permission query language (CONTRACT §5.5):
+// The verifyKey permission query language (docs/permissions.md, "The permission query of `keys.verifyKey`"):
 //   query := or EOF; or := and (OR and)*; and := primary (AND primary)*;
 //   primary := PERMISSION | "(" or ")"
 // AND/OR are case-insensitive whole words. A leaf holds when some granted

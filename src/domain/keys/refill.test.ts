@@ -1,5 +1,5 @@
-// Refills on UTC dates (contract §8): daily at UTC midnight; monthly on
-// refillDay, or the month's last day when the month is shorter.
+// Refills on UTC dates (docs/ratelimits.md, "Credits"): daily at UTC midnight;
+// monthly on refillDay, or the month's last day when the month is shorter.
 import { describe, expect, it } from "vitest";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
 

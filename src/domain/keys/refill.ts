@@ -1,6 +1,6 @@
-// Refill periods on UTC dates (CONTRACT §8). A daily refill is due once per UTC
-// day; a monthly one on refillDay, or on the month's last day when the month is
-// shorter. The start of the current period is what a key's last refill is
+// Refill periods on UTC dates (docs/ratelimits.md, "Credits"). A daily refill
+// is due once per UTC day; a monthly one on refillDay, or on the month's last day
+// when the month is shorter. The start of the current period is what a key's last refill is
 // compared with: a key last refilled before it is due now.
 import type { Refill } from "../../core/records.js";
 

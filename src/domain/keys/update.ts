@@ -1,6 +1,7 @@
 // keys.updateKey, keys.updateCredits and keys.rerollKey. Each change evicts the
 // key from the verification cache before answering, so the next verification
-// on this instance sees it (contract decision 12).
+// on this instance sees it (docs/caching.md, "Invalidation on the instance that
+// made the change").
 
 import { AppError, invalidField } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";

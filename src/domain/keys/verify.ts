@@ -1,5 +1,7 @@
-// keys.verifyKey: the hot path. Checks run in the contract's order (§5.3); the
-// first failure wins and later stages consume nothing.
+// keys.verifyKey: the hot path. Checks run in a fixed order (docs/architecture.md,
+// "One request: `POST /v2/keys.verifyKey`", step 8): NOT_FOUND, the query's syntax,
+// DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, rate limits, credits; the first
+// failure wins and later stages consume nothing.
 
 import { AppError } from "../../core/errors.js";
 import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
@@ -21,7 +23,7 @@ export interface VerifyKeyInput {
   credits?: { cost: number } | undefined;
   ratelimits: Array<{ name: string; cost?: number | undefined; limit?: number | undefined; duration?: number | undefined }>;
   tags: string[];
-  /** A key migration of the caller's workspace to try when the standard lookup misses (§3.2.13). */
+  /** A key migration of the caller's workspace to try when the standard lookup misses (migrated-lookup.ts). */
   migrationId?: string | undefined;
 }
 
@@ -76,7 +78,8 @@ function validate(input: VerifyKeyInput): void {
 
 export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Promise<VerifyOutcome> {
   validate(input);
-  // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND (§5.4).
+  // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND,
+  // so the caller cannot tell whether the key exists (docs/auth.md, "401 or 403").
   requireSomeGrantFor(p, "apis", "verify_key", "apiId");
   const hash = hashKey(input.key);
   const key =
@@ -89,7 +92,8 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     return NOT_FOUND;
   }
 
-  // A malformed query is the caller's error whatever the key's state (§5.3 step 10).
+  // A malformed query is the caller's error whatever the key's state (docs/permissions.md,
+  // "The permission query of `keys.verifyKey`").
   const query: Query | undefined = input.permissions === undefined ? undefined : parseQueryCached(input.permissions);
 
   const now = deps.clock.now();
@@ -100,7 +104,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     return { valid: code === "VALID", code, key, credits, ratelimits };
   };
 
-  // A refused verification spends nothing but still reports the balance (§5.1).
+  // A refused verification spends nothing but still reports the balance (docs/ratelimits.md, "Credits").
   const refused = async (code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED", ratelimits: RatelimitOutcome[] = []) =>
     result(code, key.limitedCredits ? await readCredits(deps.pool, key.id) : undefined, ratelimits);
 

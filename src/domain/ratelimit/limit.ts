@@ -1,5 +1,6 @@
 // ratelimit.limit and ratelimit.multiLimit: standalone limits by arbitrary
-// identifier inside a namespace, with overrides (CONTRACT §3.5.1, §3.5.2, §7).
+// identifier inside a namespace, with overrides (docs/ratelimits.md, "Standalone
+// limits: `ratelimit.limit` and `ratelimit.multiLimit`").
 import { MISS } from "../../cache/verification-cache.js";
 import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";

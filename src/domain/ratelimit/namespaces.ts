@@ -1,11 +1,12 @@
 // Rate-limit namespaces: addressed by name or id, created on first use by
 // ratelimit.limit/multiLimit. Permission strings always name the namespace by
-// its id (`ratelimit.rlns_….limit`), never by its name (CONTRACT §1.3).
+// its id (`ratelimit.rlns_….limit`), never by its name (docs/permissions.md,
+// "Grants: `resource.resourceId.action`").
 //
 // ratelimit.limit reads namespaces and override candidates through in-process
 // caches (tagged by namespace id); every override change evicts its namespace's
 // entries here at once and on other instances through the invalidation log, so
-// the next request sees it (decision 12). Unknown namespaces are not cached: the
+// the next request sees it (docs/caching.md). Unknown namespaces are not cached: the
 // first use creates them.
 import { MISS } from "../../cache/verification-cache.js";
 import { AppError } from "../../core/errors.js";
@@ -17,7 +18,7 @@ import type { Validator } from "../validate.js";
 
 export type { NamespaceRow };
 
-/** `[1..512]`, a name or an id (CONTRACT §3.5). */
+/** `[1..512]`, a name or an id; an id match wins (docs/ratelimits.md). */
 export const NAMESPACE_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
 export const IDENTIFIER_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
 

@@ -1,4 +1,4 @@
-// Which override applies to an identifier (CONTRACT §7.6): the override whose
+// Which override applies to an identifier (docs/ratelimits.md, "Overrides"): the override whose
 // identifier equals it (a literal pattern string included), otherwise the best
 // `*` pattern that matches the whole identifier. "Best" must be deterministic:
 // most literal (non-`*`) characters, then fewest `*`, then the oldest, then id.

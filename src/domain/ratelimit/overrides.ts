@@ -1,6 +1,8 @@
-// ratelimit.setOverride, getOverride, listOverrides, deleteOverride (CONTRACT
-// §3.5.3–§3.5.6, decision 11). Overrides are read fresh by ratelimit.limit, so a
-// change here applies to the very next limit call.
+// ratelimit.setOverride, getOverride, listOverrides, deleteOverride
+// (docs/ratelimits.md, "Overrides"). ratelimit.limit reads overrides through
+// deps.overrideCache; every change here evicts the namespace's entries before
+// answering (deps.invalidate), so the very next limit call on this instance sees
+// it, and other instances at their next poll of the invalidation log (docs/caching.md).
 
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -14,7 +16,7 @@ import { bestOverride } from "./override-match.js";
 
 export type { OverrideRow };
 
-/** The seed's error, with the seed's exact detail text. */
+/** The one 404 for every way of not finding an override, always with this detail text. */
 export const overrideNotFound = (): AppError =>
   new AppError("err:svc:data:ratelimit_override_not_found", "The requested rate limit override could not be found");
 
@@ -62,9 +64,9 @@ export async function setOverride(deps: Deps, p: Principal, input: SetOverrideIn
 
 /**
  * The override that applies to the identifier: exact first, then the best
- * wildcard match. Every way of not finding it is the same 404 (decision 11):
- * unknown or deleted namespace, no override, and a missing read grant too, so a
- * caller cannot probe which namespaces or overrides exist.
+ * wildcard match. Every way of not finding it is the same 404: unknown or
+ * deleted namespace, no override, and a missing read grant too (no 403), so a
+ * caller cannot probe which namespaces or overrides exist (docs/auth.md, "401 or 403").
  */
 export async function getOverride(deps: Deps, p: Principal, input: OverrideRef): Promise<OverrideRow> {
   const v = new Validator();
@@ -103,7 +105,8 @@ export async function deleteOverride(deps: Deps, p: Principal, input: OverrideRe
   validateRef(v, input);
   v.done();
   requireSomeNamespaceGrant(p, "delete_override");
-  // An unknown or deleted namespace is reported as a missing override (decision 11).
+  // An unknown or deleted namespace has no override to delete: it is reported as a
+  // missing override, not namespace_not_found (docs/errors.md, "Codes").
   const ns = await findLiveNamespace(deps, p, input.namespace);
   if (ns === undefined) throw overrideNotFound();
   requireAny(p, namespacePermission(ns.id, "delete_override"));

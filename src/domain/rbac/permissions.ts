@@ -1,7 +1,7 @@
 // permissions.createPermission, getPermission, listPermissions, deletePermission
-// (CONTRACT §3.4). Permissions are workspace-scoped; the slug is unique in the
-// workspace (case-sensitive), the name is not. getPermission and
-// deletePermission take an id or a slug.
+// (docs/permissions.md, "Permissions and roles of end-user keys"). Permissions
+// are workspace-scoped; the slug is unique in the workspace (case-sensitive),
+// the name is not. getPermission and deletePermission take an id or a slug.
 
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -87,6 +87,6 @@ export async function deletePermission(deps: Deps, p: Principal, input: { permis
   const deleted = await transaction(deps.pool, (conn) => deletePermissionRow(conn, p.workspaceId, found.id));
   if (!deleted) throw permissionNotFound();
   // Keys holding it (directly or through a role) must fail the very next
-  // verification that asks for it (decision 12): evict the workspace's records.
+  // verification that asks for it (docs/caching.md): evict the workspace's records.
   await deps.invalidate("workspace", p.workspaceId);
 }

@@ -1,4 +1,5 @@
-// permissions.createRole, getRole, listRoles, deleteRole (CONTRACT §3.4, §2.7).
+// permissions.createRole, getRole, listRoles, deleteRole (docs/permissions.md,
+// "Permissions and roles of end-user keys").
 // Roles are workspace-scoped and their names unique (case-sensitive);
 // getRole and deleteRole take an id or a name.
 
@@ -131,6 +132,6 @@ export async function deleteRole(deps: Deps, p: Principal, input: { role: string
   const deleted = await transaction(deps.pool, (conn) => deleteRoleRow(conn, p.workspaceId, found.id));
   if (!deleted) throw roleNotFound();
   // Keys with the role must lose its permissions on the very next verification
-  // (decision 12): evict the workspace's cached key records.
+  // (docs/caching.md): evict the workspace's cached key records.
   await deps.invalidate("workspace", p.workspaceId);
 }

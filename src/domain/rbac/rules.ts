@@ -1,6 +1,6 @@
-// Field rules, grants and errors shared by the permissions group (CONTRACT §3.4,
-// §2.6, §2.7). Root keys need `rbac.*.<action>`; a grant with `*` covers it by
-// the glob rule (decision 4), so `rbac.*` and `*` do too.
+// Field rules, grants and errors shared by the permissions group. Root keys need
+// `rbac.*.<action>`; a grant with `*` covers it by the glob rule
+// (docs/permissions.md, "Wildcards"), so `rbac.*` and `*` do too.
 import { AppError } from "../../core/errors.js";
 import { limits, SLUG_PATTERN } from "../limits.js";
 import type { Validator } from "../validate.js";

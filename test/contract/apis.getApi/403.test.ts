@@ -18,7 +18,7 @@ describe("apis.getApi 403", () => {
     expectError(h, await h.post("/v2/apis.getApi", { apiId: apiB }, rk), 403, "err:svc:authorization:insufficient_permissions");
   });
 
-  // The permission is decided from the request alone, before the lookup (contract §3.1.2),
+  // The permission is decided from the request alone, before the lookup (docs/auth.md, "401 or 403"),
   // so a caller without the grant cannot probe which API ids exist.
   it("a root key without read_api asking for an unknown API -> 403, not 404", async () => {
     const rk = await h.rootKey(["apis.*.create_api"]);

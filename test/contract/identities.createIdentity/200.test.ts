@@ -22,7 +22,7 @@ describe("identities.createIdentity 200", () => {
       id: identityId,
       externalId: "user_1",
       meta: { plan: "pro", n: 1 },
-      // autoApply defaults to true (contract decision 5).
+      // autoApply defaults to true (docs/ratelimits.md, "Limits on keys and identities (verifyKey)").
       ratelimits: [{ id: expect.stringMatching(/^rl_/), name: "requests", limit: 10, duration: MINUTE, autoApply: true }],
     });
   });

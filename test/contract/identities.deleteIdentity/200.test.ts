@@ -21,8 +21,8 @@ describe("identities.deleteIdentity 200", () => {
     expect(expectOk(await h.post("/v2/identities.deleteIdentity", { identity: "own" }, rk))).toEqual({});
   });
 
-  // Decision 12 and contract §3.3.5: linked keys keep working but lose the
-  // identity and its limits at once, although their records were cached.
+  // Deleting an identity evicts its keys' cached records (docs/caching.md): linked
+  // keys keep working but lose the identity and its limits at once.
   it("linked keys keep verifying, without the identity or its limits, from the very next request", async () => {
     const rk = await admin(h);
     const { identityId } = expectOk(

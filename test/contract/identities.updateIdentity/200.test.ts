@@ -70,7 +70,7 @@ describe("identities.updateIdentity 200", () => {
     expect(expectOk(await h.post("/v2/identities.updateIdentity", { identity: "own_grant", meta: { ok: 1 } }, rk)).meta).toEqual({ ok: 1 });
   });
 
-  // Decision 12: the next verification sees the change, even though the key's record was cached.
+  // The change evicts the keys' records (docs/caching.md): the next verification sees it, even though the key's record was cached.
   it("the keys' very next verification uses the new limits", async () => {
     await create("live_user", { ratelimits: [{ name: "shared", limit: 1, duration: MINUTE }] });
     const { key } = await createKey(h, await createApi(h), { externalId: "live_user" });

@@ -1,4 +1,4 @@
-// keys.addPermissions (contract §3.2.8): `data` is every direct permission of the
+// keys.addPermissions: `data` is every direct permission of the
 // key after the call, as Permission objects; missing slugs are created, slugs
 // already attached are ignored.
 import { describe, expect, it } from "vitest";

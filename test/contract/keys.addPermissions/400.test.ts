@@ -1,4 +1,4 @@
-// keys.addPermissions request rules (contract §3.2.8): keyId [3..255] `^[a-zA-Z0-9_]+$`;
+// keys.addPermissions request rules: keyId [3..255] `^[a-zA-Z0-9_]+$`;
 // permissions [1..1000] items, each [1..128] matching `^[a-zA-Z0-9_:\-\.\*]+$`.
 // The body is checked before the key is looked up, so these keyIds need not exist.
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 // keys.addPermissions needs (apis.*.update_key or apis.<apiId>.update_key) AND
 // rbac.*.add_permission_to_key, plus rbac.*.create_permission when a slug is new
-// (contract §3.2.8, one rule for all six grant operations: §12 item 11).
+// (one rule for all six grant operations: src/domain/keys/grants.ts).
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { createApi, createKey, expectError, expectOk, getKey, uid } from "../shared/helpers.js";

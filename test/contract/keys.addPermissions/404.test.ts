@@ -1,4 +1,4 @@
-// keys.addPermissions on a key that cannot be found (contract §3.2.8): 404 key_not_found.
+// keys.addPermissions on a key that cannot be found: 404 key_not_found.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { admin, createApi, createKey, expectError, expectOk, foreignAdmin, getKey } from "../shared/helpers.js";

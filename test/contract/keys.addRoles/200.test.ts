@@ -1,4 +1,4 @@
-// keys.addRoles (contract §3.2.11): roles are matched by name; `data` is every
+// keys.addRoles: roles are matched by name; `data` is every
 // role of the key after the call, each as a Role with its permissions; roles
 // already attached are ignored. Roles are seeded in SQL (seedRole).
 import { describe, expect, it } from "vitest";
@@ -30,7 +30,7 @@ describe("keys.addRoles 200", () => {
     });
     expect((r.permissions as Json[]).map((p) => p.slug).sort()).toEqual([p1, p2].sort());
     for (const p of r.permissions as Json[]) expect(p).toMatchObject({ id: expect.stringMatching(/^perm_/), name: p.slug });
-    // A role without permissions omits the field (contract §2.7).
+    // A role without permissions omits the field, as every empty list is left out.
     expect(data.find((x) => x.name === empty)).toEqual({ id: emptyId, name: empty });
     expect([...expectOk(await getKey(h, keyId)).roles].sort()).toEqual([reader, empty].sort());
   });

@@ -1,4 +1,4 @@
-// keys.addRoles request rules (contract §3.2.11): keyId as everywhere; roles
+// keys.addRoles request rules: keyId as everywhere; roles
 // [1..100] names, each [1..128] characters. The body is checked before the key
 // is looked up, so these keyIds need not exist.
 import { describe, it } from "vitest";

@@ -1,5 +1,5 @@
 // keys.addRoles needs (apis.*.update_key or apis.<apiId>.update_key) AND
-// rbac.*.add_role_to_key (contract §3.2.11).
+// rbac.*.add_role_to_key (src/domain/keys/grants.ts).
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { createApi, createKey, expectError, expectOk, getKey, seedRole, uid } from "../shared/helpers.js";

@@ -1,5 +1,5 @@
 // keys.createKey: what a valid request creates, and the accepted side of every
-// bound in the seed's createKey table (the rejected side is in 400.test.ts).
+// bound on createKey's fields (the rejected side is in 400.test.ts).
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
 import { newId } from "../../../src/core/ids.js";

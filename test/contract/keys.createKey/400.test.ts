@@ -1,6 +1,6 @@
-// keys.createKey: the rejected side of every constraint in the seed's createKey
-// table (the accepted side is in 200.test.ts). Each 400 must name the field in
-// error.errors[].location or .message.
+// keys.createKey: the rejected side of every constraint on createKey's fields
+// (src/domain/limits.ts, src/domain/keys/input.ts; the accepted side is in
+// 200.test.ts). Each 400 must name the field in error.errors[].location or .message.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { admin, createApi, expectInvalid, listedKeyIds, many } from "../shared/helpers.js";

@@ -1,4 +1,4 @@
-// keys.migrateKeys (CONTRACT §3.2.13): keys issued by another system, imported
+// keys.migrateKeys: keys issued by another system, imported
 // by their hashes, keep working. sha256 migrations import our standard hash, so
 // the key verifies at once; seamapi migrations import the hex SHA-256 of the
 // key's last token, and the key is moved to the standard hash on its first

@@ -1,6 +1,6 @@
-// keys.migrateKeys: the rejected side of every constraint of the contract's
-// table (§3.2.13) and of keyhold's 1,000-keys bound. A 400 names the field, for
-// a key by its index (`keys[3].hash`), and changes nothing.
+// keys.migrateKeys: the rejected side of every constraint on its fields
+// (src/domain/limits.ts) and of keyhold's 1,000-keys bound. A 400 names the
+// field, for a key by its index (`keys[3].hash`), and changes nothing.
 import { createHash, randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { MigrationAlgorithm } from "../../../src/storage/key-migrations.js";

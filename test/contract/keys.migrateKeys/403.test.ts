@@ -1,6 +1,7 @@
 // keys.migrateKeys needs apis.*.create_key or apis.<apiId>.create_key; the
 // identities, roles and permissions it creates need no grant of their own
-// (Appendix A). A refused request creates nothing, shared rows included.
+// (docs/permissions.md, "Which operation needs which grant"). A refused request
+// creates nothing, shared rows included.
 import { createHash, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";

@@ -1,4 +1,4 @@
-// keys.removePermissions (contract §3.2.9): `data` is the direct permissions that
+// keys.removePermissions: `data` is the direct permissions that
 // remain. A slug that exists but is not attached is a no-op; permissions that
 // come from roles are not affected; the permissions themselves stay in the workspace.
 import { describe, expect, it } from "vitest";

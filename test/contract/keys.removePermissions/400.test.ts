@@ -1,4 +1,4 @@
-// keys.removePermissions request rules (contract §3.2.9): keyId as everywhere;
+// keys.removePermissions request rules: keyId as everywhere;
 // permissions [1..1000] items, each [1..128] with the slug pattern. The body is
 // checked before the key is looked up, so these keyIds need not exist.
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 // keys.removePermissions needs (apis.*.update_key or apis.<apiId>.update_key) AND
-// rbac.*.remove_permission_from_key (contract §3.2.9).
+// rbac.*.remove_permission_from_key (src/domain/keys/grants.ts).
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { createApi, createKey, expectError, expectOk, getKey, uid } from "../shared/helpers.js";

@@ -1,4 +1,4 @@
-// keys.removePermissions 404s (contract §3.2.9): key_not_found for a key that
+// keys.removePermissions 404s: key_not_found for a key that
 // cannot be found; permission_not_found ("Permission '<slug>' was not found.")
 // for a slug the workspace does not have, in which case nothing is removed.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// keys.removeRoles (contract §3.2.11): `data` is the roles that remain, each with
+// keys.removeRoles: `data` is the roles that remain, each with
 // its permissions; a known role that is not attached is ignored. The roles
 // themselves, and direct permissions, are not touched.
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 // keys.removeRoles needs (apis.*.update_key or apis.<apiId>.update_key) AND
 // rbac.*.remove_role_from_key. Unkey asks for update_key only; keyhold applies
-// one rule to all six grant operations (contract §3.2.11, §12 item 11).
+// one rule to all six grant operations (src/domain/keys/grants.ts).
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
 import { createApi, createKey, expectError, expectOk, getKey, seedRole, uid } from "../shared/helpers.js";

@@ -1,4 +1,4 @@
-// keys.removeRoles 404s (contract §3.2.11): key_not_found for a key that cannot
+// keys.removeRoles 404s: key_not_found for a key that cannot
 // be found; role_not_found ("Role '<name>' was not found.") for an unknown name,
 // in which case nothing is removed.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// keys.setPermissions (contract §3.2.10): the key's direct permissions become
+// keys.setPermissions: the key's direct permissions become
 // exactly the requested set (`[]` removes all); missing slugs are created; `data`
 // is that set as Permission objects. Roles are not touched.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// keys.setPermissions request rules (contract §3.2.10): keyId as everywhere;
+// keys.setPermissions request rules: keyId as everywhere;
 // permissions required, `[]` allowed; each slug [1..128] with the slug pattern.
 // Unkey sets no item limit here; keyhold keeps addPermissions' 1000.
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 // keys.setPermissions needs (apis.*.update_key or apis.<apiId>.update_key) AND
 // rbac.*.add_permission_to_key AND rbac.*.remove_permission_from_key, plus
-// rbac.*.create_permission when a slug is new (contract §3.2.10). A set both
+// rbac.*.create_permission when a slug is new (src/domain/keys/grants.ts). A set both
 // adds and removes, so it needs both grants even when this call only does one.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";

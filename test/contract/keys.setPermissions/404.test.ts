@@ -1,4 +1,4 @@
-// keys.setPermissions on a key that cannot be found (contract §3.2.10): 404 key_not_found.
+// keys.setPermissions on a key that cannot be found: 404 key_not_found.
 // Unknown slugs are created, never a 404.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";

@@ -1,4 +1,4 @@
-// keys.setRoles (contract §3.2.11): the key's roles become exactly the requested
+// keys.setRoles: the key's roles become exactly the requested
 // set (`[]` removes all); `data` is the final set, each role with its permissions.
 // Direct permissions are not touched.
 import { describe, expect, it } from "vitest";

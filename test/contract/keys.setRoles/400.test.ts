@@ -1,4 +1,4 @@
-// keys.setRoles request rules (contract §3.2.11): keyId as everywhere; roles
+// keys.setRoles request rules: keyId as everywhere; roles
 // required, [0..100] names (`[]` allowed), each [1..128] characters.
 import { describe, it } from "vitest";
 import { useHarness } from "../../harness.js";

@@ -1,7 +1,7 @@
 // keys.setRoles needs (apis.*.update_key or apis.<apiId>.update_key) AND
 // rbac.*.add_role_to_key AND rbac.*.remove_role_from_key. Unkey asks for
 // update_key only; keyhold applies one rule to all six grant operations
-// (contract §3.2.11, §12 item 11). A set both adds and removes, so it needs both
+// (src/domain/keys/grants.ts). A set both adds and removes, so it needs both
 // grants even when this call only does one of them.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";

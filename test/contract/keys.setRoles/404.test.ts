@@ -1,4 +1,4 @@
-// keys.setRoles 404s (contract §3.2.11): key_not_found for a key that cannot be
+// keys.setRoles 404s: key_not_found for a key that cannot be
 // found; role_not_found ("Role '<name>' was not found.") for an unknown name, in
 // which case the key keeps the roles it had.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// keys.verifyKey with migrationId (CONTRACT §3.2.2, §3.2.13): a key imported by
+// keys.verifyKey with migrationId (src/domain/keys/migrated-lookup.ts): a key imported by
 // keys.migrateKeys is checked against its migration only for a caller of the
 // migration's workspace that may verify the key's API. Anyone else, and an
 // unknown migration, gets NOT_FOUND, and the imported row stays as it was.

@@ -1,5 +1,5 @@
 // keys.verifyKey: every verification outcome is HTTP 200 with data.valid and
-// data.code (seed: "Verification failures are not HTTP errors"). NOT_FOUND
+// data.code: a key that fails verification is a result, not an error (docs/errors.md). NOT_FOUND
 // carries nothing else, so a caller learns nothing about keys it may not see.
 import { describe, expect, it } from "vitest";
 import { useHarness } from "../../harness.js";
@@ -114,7 +114,7 @@ describe("keys.verifyKey 200", () => {
       expect(await verifyKey(h, key)).toMatchObject({ valid: true, code: "VALID" });
     });
 
-    // A root key that may verify some API but not this key's one cannot tell the key exists (contract §5.4).
+    // A root key that may verify some API but not this key's one cannot tell the key exists (docs/auth.md, "401 or 403").
     it("a key of an API the root key may not verify, when it may verify another API", async () => {
       const apiA = await createApi(h);
       const apiB = await createApi(h);
@@ -255,9 +255,9 @@ describe("keys.verifyKey 200", () => {
     });
   });
 
-  // Contract §5.1: `credits` is present whenever the key was found and has limited
-  // credits: the balance after this verification's deduction, unchanged when nothing
-  // was deducted (seed: "The result also carries ... the remaining credits").
+  // `credits` is present whenever the key was found and has limited credits: the
+  // balance after this verification's deduction, unchanged when nothing was
+  // deducted (docs/ratelimits.md, "Credits").
   describe("a refused verification still reports the remaining credits", () => {
     it.each<[string, Record<string, unknown>, Record<string, unknown>, string]>([
       ["DISABLED", { enabled: false }, {}, "DISABLED"],

@@ -54,7 +54,7 @@ describe("keys.verifyKey 400", () => {
     expect(res.body.error.title).toBe("Bad Request");
   });
 
-  // The query is the caller's mistake whatever state the key is in (contract §5.3 step 10).
+  // The query is the caller's mistake whatever state the key is in (docs/permissions.md, "The permission query of `keys.verifyKey`").
   it.each([
     ["disabled", { enabled: false }],
     ["expired", { expires: 0 }],

@@ -6,7 +6,7 @@ describe("keys.verifyKey 403", () => {
   const h = useHarness();
 
   // A root key with no verify grant of any kind cannot be probing: it is told so
-  // plainly (contract §5.4). One that may verify some API gets NOT_FOUND instead (200.test.ts).
+  // plainly (docs/auth.md, "401 or 403"). One that may verify some API gets NOT_FOUND instead (200.test.ts).
   it.each([
     ["read_key only", ["apis.*.read_key"]],
     ["every other key action", ["apis.*.create_key", "apis.*.read_key", "apis.*.delete_key", "apis.*.update_key", "apis.*.read_api"]],

@@ -36,7 +36,7 @@ describe("keys.verifyKey 412", () => {
     expect(await verifyKey(h, key, { ratelimits: [{ name: "inline", limit: 5, duration: 60_000 }] })).toMatchObject({ valid: true, code: "VALID" });
   });
 
-  // The limit check runs only for a key that is still valid (contract §7.4).
+  // The limit check runs only for a key that is still valid (docs/ratelimits.md, "Limits on keys and identities (verifyKey)").
   it("a disabled key naming an unknown limit is DISABLED, not 412", async () => {
     const apiId = await createApi(h);
     const { key } = await createKey(h, apiId, { enabled: false });

@@ -5,7 +5,7 @@ import { admin, createApi, createKey, expectError, expectOk, foreignAdmin } from
 const NOT_FOUND = "err:svc:data:key_not_found";
 
 // keys.whoami takes a key string, so every "you may not see it" case answers
-// 404 key_not_found: a 403 would confirm that the string is a real key (contract §0.1 decision 6).
+// 404 key_not_found: a 403 would confirm that the string is a real key (docs/auth.md, "401 or 403").
 describe("keys.whoami 404", () => {
   const h = useHarness();
 

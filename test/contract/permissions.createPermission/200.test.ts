@@ -53,7 +53,7 @@ describe("permissions.createPermission 200", () => {
     expect((await get("case.read")).id).toBe(a.permissionId);
   });
 
-  // Decision 4: a granted `*` is a glob, so broader grants cover rbac.*.create_permission.
+  // A granted `*` is a glob (docs/permissions.md, "Wildcards"), so broader grants cover rbac.*.create_permission.
   it.each([["rbac.*"], ["*"], ["rbac.*.create_*"]])("the grant %s covers rbac.*.create_permission", async (grant) => {
     const rk = await h.rootKey([grant]);
     expectOk(await h.post("/v2/permissions.createPermission", { name: "g", slug: uid("glob") }, rk));

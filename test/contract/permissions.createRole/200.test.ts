@@ -13,7 +13,7 @@ describe("permissions.createRole 200", () => {
     const data = expectOk(await h.post("/v2/permissions.createRole", { name: "viewer", description: "Reads things" }, rk));
     expect(Object.keys(data)).toEqual(["roleId"]);
     expect(data.roleId).toMatch(/^role_[1-9A-HJ-NP-Za-km-z]+$/);
-    // `permissions` is left out when empty (contract §2.7).
+    // `permissions` is left out when empty, as every empty list is.
     expect(await getRole(data.roleId)).toEqual({ id: data.roleId, name: "viewer", description: "Reads things" });
   });
 

@@ -45,8 +45,9 @@ describe("permissions.deletePermission 200", () => {
     expect((keyLinks as Array<{ n: number }>)[0]?.n).toBe(0);
   });
 
-  // Decision 12: every change is seen by the very next verification on this
-  // instance, although the key's record (with its permissions) was cached.
+  // Every change is seen by the very next verification on this instance, although
+  // the key's record (with its permissions) was cached: the delete evicts the
+  // workspace's records (docs/caching.md).
   it("a key holding it directly fails the very next verification that asks for it", async () => {
     const { key } = await createKey(h, await createApi(h), { permissions: ["reports.read", "reports.export"] });
     expect(await verifyKey(h, key, { permissions: "reports.export" })).toMatchObject({ valid: true, code: "VALID" });

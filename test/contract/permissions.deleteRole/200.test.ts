@@ -31,9 +31,9 @@ describe("permissions.deleteRole 200", () => {
     }
   });
 
-  // Decision 12: every change is seen by the very next verification on this
-  // instance. The key's record (roles and permissions included) is cached by the
-  // first verification; deleting the role must evict it.
+  // Every change is seen by the very next verification on this instance
+  // (docs/caching.md). The key's record (roles and permissions included) is
+  // cached by the first verification; deleting the role must evict it.
   it("a key with the role loses its permissions on the very next verification", async () => {
     const rk = await admin(h);
     expectOk(await h.post("/v2/permissions.createRole", { name: "publisher", permissions: ["posts.publish", "posts.*"] }, rk));

@@ -31,15 +31,15 @@ describe("ratelimit.deleteOverride 404", () => {
     expectOverrideNotFound(h, await del(ns, "once"));
   });
 
-  // deleteOverride matches exactly (contract §12.8): a pattern that would match is not deleted.
+  // deleteOverride matches exactly (docs/ratelimits.md, "Overrides"): a pattern that would match is not deleted.
   it("an identifier covered only by a wildcard override -> 404", async () => {
     const ns = await namespace();
     await set(ns, "premium_*");
     expectOverrideNotFound(h, await del(ns, "premium_1"));
   });
 
-  // Decision 11: every way of not finding the override is the same 404, an unknown
-  // or deleted namespace included.
+  // Every way of not finding the override is the same 404, an unknown or deleted
+  // namespace included (docs/errors.md, "Codes").
   it("an unknown namespace -> override_not_found, not namespace_not_found", async () => {
     expectOverrideNotFound(h, await del(uid("nons"), "x"));
   });

@@ -5,7 +5,7 @@ import { admin, expectError, expectOk, foreignAdmin, namespace, uid } from "../s
 
 const DETAIL = "The requested rate limit override could not be found";
 
-// SDKs switch on error.type, so the whole envelope is asserted, with the seed's exact detail.
+// SDKs switch on error.type, so the whole envelope is asserted, with its exact detail text.
 const expectOverrideNotFound = (h: Harness, res: Res) => expectError(h, res, 404, "err:svc:data:ratelimit_override_not_found", DETAIL);
 
 describe("ratelimit.getOverride 404", () => {
@@ -36,8 +36,8 @@ describe("ratelimit.getOverride 404", () => {
     expectOverrideNotFound(h, await get(ns.name, "temp"));
   });
 
-  // Decision 11: an unknown or deleted namespace is "the wrong namespace" of the seed,
-  // so it is the override that is not found, not the namespace.
+  // An unknown or deleted namespace has no override to find, so it is the override
+  // that is not found, not the namespace (docs/errors.md, "Codes").
   it("an unknown namespace -> the same 404, not namespace_not_found", async () => {
     expectOverrideNotFound(h, await get(uid("nons"), "user_1"));
     expectOverrideNotFound(h, await get("rlns_doesnotexist", "user_1"));
@@ -56,7 +56,7 @@ describe("ratelimit.getOverride 404", () => {
     expectOverrideNotFound(h, await get(ns.name, "user_1", await foreignAdmin(h)));
   });
 
-  // Denial is masked as not-found (contract §3.5.4): a caller without the read grant
+  // Denial is masked as not-found (docs/auth.md, "401 or 403"): a caller without the read grant
   // cannot tell an existing override from a missing one.
   it("a root key without read_override -> the same 404, for an existing override too", async () => {
     const ns = await namespace(h);

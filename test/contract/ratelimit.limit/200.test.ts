@@ -89,7 +89,7 @@ describe("ratelimit.limit 200", () => {
     expect((await limit({ namespace, identifier: "blocked_1", limit: 100, duration: MINUTE, cost: 0 })).success).toBe(false);
   });
 
-  // Decision 12: override changes apply to the very next request.
+  // Override changes evict the namespace's cached overrides (docs/caching.md): they apply to the very next request.
   it("setOverride and deleteOverride take effect on the next limit call", async () => {
     const namespace = uid("ns");
     const body = { namespace, identifier: "switch", limit: 100, duration: MINUTE, cost: 0 };

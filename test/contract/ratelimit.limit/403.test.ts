@@ -27,7 +27,7 @@ describe("ratelimit.limit 403", () => {
     expectError(h, await h.post("/v2/ratelimit.limit", body(b.name), rk), 403, FORBIDDEN);
   });
 
-  // Permission strings use the namespace id, never its name (contract §1.3).
+  // Permission strings use the namespace id, never its name (docs/permissions.md, "Grants: `resource.resourceId.action`").
   it("a grant naming the namespace by its name does not count", async () => {
     const ns = await existingNamespace();
     const rk = await h.rootKey([`ratelimit.${ns.name}.limit`]);

@@ -41,7 +41,7 @@ describe("ratelimit.setOverride 200", () => {
     expect(listed).toHaveLength(1);
   });
 
-  // Unkey leaves a re-set override soft-deleted (contract §12.2); here it comes back, with its id.
+  // Unkey leaves a re-set override soft-deleted; here it comes back, with its id (docs/ratelimits.md, "Overrides").
   it("setting a deleted override again revives it", async () => {
     const ns = await namespace(h);
     const first = await set({ namespaceId: ns.name, identifier: "phoenix", limit: 1, duration: MINUTE });

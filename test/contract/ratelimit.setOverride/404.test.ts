@@ -7,7 +7,7 @@ describe("ratelimit.setOverride 404", () => {
   const NOT_FOUND = "err:svc:data:ratelimit_namespace_not_found";
   const body = (namespaceId: string) => ({ namespaceId, identifier: "x", limit: 1, duration: 60_000 });
 
-  // setOverride never creates a namespace (contract §3.5.3).
+  // setOverride never creates a namespace (docs/ratelimits.md, "Overrides").
   it("an unknown namespace -> 404 ratelimit_namespace_not_found", async () => {
     expectError(h, await h.post("/v2/ratelimit.setOverride", body(uid("nons")), await admin(h)), 404, NOT_FOUND, "This namespace does not exist.");
     expectError(h, await h.post("/v2/ratelimit.setOverride", body("rlns_doesnotexist"), await admin(h)), 404, NOT_FOUND);

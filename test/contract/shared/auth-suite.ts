@@ -1,7 +1,7 @@
-// The shared 401 suite every endpoint's 401.test.ts runs (seed: Authentication;
-// contract §1.2, §0.1 decisions 3 and 8). The seed's rules are exact: "Bearer",
-// one space, the root key, nothing else. Authentication is checked before the
-// body, so a request without credentials is a 401 whatever its body is.
+// The shared 401 suite every endpoint's 401.test.ts runs (docs/auth.md, "Reading
+// the credentials"). The rules are exact: "Bearer", one space, the root key,
+// nothing else. Authentication is checked before the body, so a request
+// without credentials is a 401 whatever its body is.
 import { describe, expect, it } from "vitest";
 import { generateRootKey } from "../../../src/domain/auth/root-key.js";
 import type { Harness } from "../../harness.js";
@@ -54,7 +54,7 @@ export function describeAuth(h: Harness, path: string, validBody: unknown): void
       expect(res.body.error.title).toBe("Unauthorized");
     });
 
-    // Authentication comes before the body (contract §1.2): a request without
+    // Authentication comes before the body (docs/auth.md, "Credentials first, body second, on every door"): a request without
     // credentials learns nothing about what a valid body looks like.
     it.each<[string, unknown]>([
       ["an empty body", ""],

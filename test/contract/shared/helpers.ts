@@ -1,4 +1,4 @@
-// Helpers shared by the contract tests: envelope assertions (the whole envelope,
+// Helpers shared by the tests of test/contract/: envelope assertions (the whole envelope,
 // because SDKs switch on error.type and read meta.requestId) and small seeders
 // that go through the public API wherever the API can do the job.
 import { randomBytes } from "node:crypto";
@@ -14,7 +14,7 @@ export const show = (res: Res): string => `${res.status} ${res.text.slice(0, 150
 
 export const uid = (prefix: string): string => `${prefix}_${randomBytes(6).toString("hex")}`;
 
-/** The HTTP status text the seed asks for as `error.title` (413 has two accepted spellings). */
+/** The HTTP status text expected as `error.title` (docs/errors.md, "The JSON envelope"; 413 has two accepted spellings). */
 const TITLES: Record<number, string[]> = {
   400: ["Bad Request"],
   401: ["Unauthorized"],
@@ -32,7 +32,7 @@ const TITLES: Record<number, string[]> = {
   503: ["Service Unavailable"],
 };
 
-/** `err:svc:data:x` -> `${docsBase}/api-reference/errors-v2/svc/data/x` (seed: Errors). */
+/** `err:svc:data:x` -> `${docsBase}/api-reference/errors-v2/svc/data/x` (docs/errors.md, "The JSON envelope"). */
 export const typeUrl = (h: Harness, code: string): string => `${h.docsBase}/api-reference/errors-v2/${code.split(":").slice(1).join("/")}`;
 
 /** Nothing internal ever reaches a client: no stack frames, no source paths. */

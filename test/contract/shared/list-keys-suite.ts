@@ -1,7 +1,7 @@
-// apis.listKeys and keys.listKeys take the same request and list the same keys
-// (contract §0.1 decision 1, §3.1.3); only the envelope differs:
-//   apis.listKeys: `data` is the array of keys, `pagination` beside it (U/SDK);
-//   keys.listKeys: `data.keys` is the array (seed), `pagination` beside `data`.
+// apis.listKeys and keys.listKeys take the same request and list the same keys;
+// only the envelope differs:
+//   apis.listKeys: `data` is the array of keys, `pagination` beside it (as the SDK reads it);
+//   keys.listKeys (keyhold's own): `data.keys` is the array, `pagination` beside `data`.
 // Both folders run these suites with their own path.
 import { describe, expect, it } from "vitest";
 import type { Harness, Res } from "../../harness.js";
@@ -39,7 +39,7 @@ export function describeListKeys200(h: Harness, path: ListPath): void {
         enabled: true,
         createdAt: expect.any(Number),
       });
-      // Empty and absent fields are omitted, never null (contract §1.4).
+      // Empty and absent fields are omitted, never null (src/gateway/json-response.ts).
       expect(byId.get(b.keyId)).toEqual({ keyId: b.keyId, start: b.key.slice(0, 4), enabled: true, createdAt: expect.any(Number) });
       expect(res.text.includes(a.key) || res.text.includes(b.key), "a list never shows a key string").toBe(false);
     });
