@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { issueRootKey, listRootKeys, ROOT_KEY_PERMISSION, ROOT_KEY_PERMISSION_TEXT, type RootKeyDeps, revokeRootKey } from "../domain/auth/root-keys.js";
+import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
 import { systemClock } from "../domain/clock.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
@@ -98,12 +98,11 @@ async function run(argv: string[]): Promise<void> {
       .map((p) => p.trim())
       .filter(Boolean);
     if (permissions.length === 0) throw new UsageError("--permissions is required (a comma-separated list, e.g. apis.*.create_key)");
-    // The grammar is the domain's (domain/auth/root-keys.ts), checked before the workspace is made.
-    const bad = permissions.find((p) => !ROOT_KEY_PERMISSION.test(p));
-    if (bad !== undefined) throw new UsageError(`'${bad}' is not a permission (${ROOT_KEY_PERMISSION_TEXT})`);
+    // The domain's checks (domain/auth/root-keys.ts), before the workspace is made: bad usage creates nothing.
+    await usageErrors(async () => validateRootKeyInput({ name: values.name, permissions }));
     const result = await withRootKeys(async (deps) => {
       const ws = await ensureWorkspace(deps.pool, workspace, deps.clock.now());
-      return { workspaceId: ws.id, ...(await usageErrors(() => issueRootKey(deps, { workspaceId: ws.id, name: values.name, permissions }))) };
+      return { workspaceId: ws.id, ...(await issueRootKey(deps, { workspaceId: ws.id, name: values.name, permissions })) };
     });
     out(result);
     return;

@@ -108,6 +108,7 @@ describe("keyhold CLI", () => {
     ["create without --permissions", ["root-key", "create", "--workspace", "w"]],
     ["create with an empty --permissions", ["root-key", "create", "--workspace", "w", "--permissions", " , "]],
     ["create with a permission containing a space", ["root-key", "create", "--workspace", "w", "--permissions", "apis.* create_api"]],
+    ["create with a --name over 256 characters", ["root-key", "create", "--workspace", "w", "--permissions", "apis.*.read_api", "--name", "n".repeat(257)]],
     ["list without --workspace", ["root-key", "list"]],
     ["revoke without a keyId", ["root-key", "revoke"]],
   ])("bad usage (%s) -> exit 2 with a usage message on stderr and nothing on stdout", async (_label, args) => {
@@ -121,6 +122,7 @@ describe("keyhold CLI", () => {
   it("bad usage creates nothing", async () => {
     const workspace = uid("cli_nothing");
     expect((await cli(["root-key", "create", "--workspace", workspace, "--permissions", "bad perm"])).code).toBe(2);
+    expect((await cli(["root-key", "create", "--workspace", workspace, "--permissions", "apis.*.read_api", "--name", "n".repeat(257)])).code).toBe(2);
     const list = jsonLine(await cli(["root-key", "list", "--workspace", workspace]));
     expect(list.keys).toEqual([]);
   });

@@ -25,11 +25,8 @@ export type RootKeyDeps = Pick<Deps, "pool" | "clock" | "invalidate">;
 
 export type { RootKeyListing };
 
-/** A new root key for the workspace; its plaintext is in this answer only (the database keeps its hash). */
-export async function issueRootKey(
-  deps: RootKeyDeps,
-  input: { workspaceId: string; name: string | undefined; permissions: readonly string[] },
-): Promise<{ keyId: string; rootKey: string }> {
+/** A root key's name and permissions as every caller must give them; a 400 (invalid_input) naming the field otherwise. */
+export function validateRootKeyInput(input: { name: string | undefined; permissions: readonly string[] }): void {
   const v = new Validator();
   v.string("name", input.name, { max: MAX_ROOT_KEY_NAME });
   v.items("permissions", input.permissions, {
@@ -39,6 +36,14 @@ export async function issueRootKey(
     patternText: ROOT_KEY_PERMISSION_TEXT,
   });
   v.done();
+}
+
+/** A new root key for the workspace; its plaintext is in this answer only (the database keeps its hash). */
+export async function issueRootKey(
+  deps: RootKeyDeps,
+  input: { workspaceId: string; name: string | undefined; permissions: readonly string[] },
+): Promise<{ keyId: string; rootKey: string }> {
+  validateRootKeyInput(input);
   const now = deps.clock.now();
   const rootKey = generateRootKey();
   const keyId = newId("key", now);
