@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { writeBufDeps } from "./buf-deps.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const buf = path.join(root, "node_modules", ".bin", "buf");
@@ -18,6 +19,7 @@ if (!fs.existsSync(path.join(root, ".git"))) {
   process.exit(0);
 }
 
+writeBufDeps();
 const refs = git(["log", "--format=%H", "HEAD", "--", "proto"]).toString().split("\n").filter(Boolean);
 if (process.env.BUF_BREAKING_AGAINST) refs.unshift(git(["rev-parse", "--verify", process.env.BUF_BREAKING_AGAINST]).toString().trim());
 
@@ -35,7 +37,7 @@ try {
     }
     const subject = git(["log", "-1", "--format=%h %s", ref]).toString().trim();
     try {
-      execFileSync(buf, ["breaking", "--against", dir], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+      execFileSync(buf, ["breaking", "proto", "--against", dir], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
       console.log(`buf breaking: compatible with ${subject}`);
     } catch (err) {
       broken++;

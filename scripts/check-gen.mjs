@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { writeBufDeps } from "./buf-deps.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const buf = path.join(root, "node_modules", ".bin", "buf");
@@ -15,6 +16,7 @@ function fail(msg) {
   process.exit(1);
 }
 
+writeBufDeps();
 try {
   run(["lint"]);
 } catch (err) {

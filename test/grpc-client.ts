@@ -1,5 +1,6 @@
 // A gRPC client built only from the .proto files (proto-loader), as any gRPC user
 // would build one, plus small call helpers shared by the gRPC tests.
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
@@ -11,12 +12,22 @@ import { projectDir } from "../src/paths.js";
 // biome-ignore lint/suspicious/noExplicitAny: clients generated at run time from the .proto files
 export type Client = any;
 
+/**
+ * proto/ and .buf-deps/, the include path every reader of proto/ needs: the protos
+ * import protovalidate's buf/validate/validate.proto, which scripts/buf-deps.mjs
+ * writes there from the npm package.
+ */
+export function protoIncludeDirs(): string[] {
+  execFileSync(process.execPath, [path.join(projectDir, "scripts", "buf-deps.mjs")], { stdio: "ignore" });
+  return [path.join(projectDir, "proto"), path.join(projectDir, ".buf-deps")];
+}
+
 /** The keyhold.v2 service constructors of these proto files (e.g. "keys_service.proto"). */
 export function loadServices(...files: string[]): Record<string, grpc.ServiceClientConstructor> {
   const protoDir = path.join(projectDir, "proto");
   const def = protoLoader.loadSync(
     files.map((f) => path.join(protoDir, "keyhold/v2", f)),
-    { includeDirs: [protoDir], keepCase: false, longs: String, defaults: true },
+    { includeDirs: protoIncludeDirs(), keepCase: false, longs: String, defaults: true },
   );
   const pkg = grpc.loadPackageDefinition(def) as unknown as { keyhold: { v2: Record<string, grpc.ServiceClientConstructor> } };
   return pkg.keyhold.v2;

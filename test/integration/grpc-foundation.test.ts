@@ -11,7 +11,7 @@ import { protoPath as healthProtoPath } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
-import { decodeStatus } from "../grpc-client.js";
+import { decodeStatus, protoIncludeDirs } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 
 const PROTO_DIR = path.resolve(import.meta.dirname, "../../proto");
@@ -20,7 +20,7 @@ const files = fs
   .filter((f) => f.endsWith(".proto"))
   .map((f) => `keyhold/v2/${f}`);
 
-const LOADER: protoLoader.Options = { includeDirs: [PROTO_DIR], longs: String, keepCase: false, defaults: false, oneofs: true };
+const LOADER: protoLoader.Options = { includeDirs: protoIncludeDirs(), longs: String, keepCase: false, defaults: false, oneofs: true };
 
 // biome-ignore lint/suspicious/noExplicitAny: dynamic clients from proto-loader
 type Json = any;
