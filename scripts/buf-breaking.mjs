@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { writeBufDeps } from "./buf-deps.mjs";
+import { depsDir, writeBufDeps } from "./buf-deps.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const buf = path.join(root, "node_modules", ".bin", "buf");
@@ -35,9 +35,11 @@ try {
       fs.mkdirSync(path.join(dir, path.dirname(file)), { recursive: true });
       fs.writeFileSync(path.join(dir, file), git(["show", `${ref}:${file}`], { maxBuffer: 64 << 20 }));
     }
+    // A version whose protos import protovalidate needs its .proto, which git does not hold (.buf-deps/ is written, not committed).
+    if (fs.readFileSync(path.join(dir, "buf.yaml"), "utf8").includes(".buf-deps")) fs.cpSync(depsDir, path.join(dir, ".buf-deps"), { recursive: true });
     const subject = git(["log", "-1", "--format=%h %s", ref]).toString().trim();
     try {
-      execFileSync(buf, ["breaking", "proto", "--against", dir], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+      execFileSync(buf, ["breaking", "proto", "--against", path.join(dir, "proto")], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
       console.log(`buf breaking: compatible with ${subject}`);
     } catch (err) {
       broken++;

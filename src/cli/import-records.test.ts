@@ -183,7 +183,11 @@ describe("CSV rows", () => {
     ["meta that is not JSON", { hash: HASH, meta: "{plan: pro}" }, /meta is not valid JSON/],
     ["a date for expires", { hash: HASH, expires: "2030-01-01" }, /expires must be a whole number/],
     ["enabled as yes", { hash: HASH, enabled: "yes" }, /enabled must be true or false/],
-    ["a refill without an amount", { hash: HASH, "credits.remaining": "1", "credits.refill.interval": "daily" }, /credits\.refill\.amount must be between 1/],
+    [
+      "a refill without an amount",
+      { hash: HASH, "credits.remaining": "1", "credits.refill.interval": "daily" },
+      /credits\.refill\.amount must be at least 1 \(got 0\)/,
+    ],
     ["ratelimits that are not a list", { hash: HASH, ratelimits: '{"name":"x"}' }, /ratelimits must be an array/],
   ])("refuses %s", (_label, row, detail) => {
     const f = failure(csvRow(9, row));

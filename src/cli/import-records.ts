@@ -1,25 +1,18 @@
 // Reading the file of `keyhold keys import`: JSONL or CSV records, streamed, each
-// checked here against the bounds keys.migrateKeys enforces (the same
-// domain checks the server runs) so one bad line becomes one reported failure
+// checked here against the rules keys.migrateKeys enforces (the same
+// compiled proto rules and domain checks the server runs) so one bad line becomes one reported failure
 // instead of a refused batch. A plaintext `key` is hashed here with the standard
 // hash and never kept: only its hash is sent, and failures name it by line and a
 // short safe prefix.
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { parse } from "csv-parse";
+import { MigrateKeyDataSchema, VerifyKeyRequestSchema } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { hashKey } from "../domain/keys/generate.js";
-import {
-  type CreditsInput,
-  type RatelimitInput,
-  validateCredits,
-  validateExternalId,
-  validateMeta,
-  validatePermissions,
-  validateRatelimits,
-  validateRoles,
-} from "../domain/keys/input.js";
-import { limits } from "../domain/limits.js";
+import { type CreditsInput, type RatelimitInput, validateCredits, validateMeta, validateRatelimits } from "../domain/keys/input.js";
 import { Validator } from "../domain/validate.js";
+import { fieldProblems, fieldRule } from "../services/field-rules.js";
 
 export type Format = "jsonl" | "csv";
 
@@ -63,7 +56,11 @@ export type Item = { ok: true; line: number; key: MigrateKey; start?: string } |
 export const MAX_RECORD_CHARS = 2 * 1024 * 1024;
 
 const FIELDS = ["key", "hash", "name", "externalId", "meta", "roles", "permissions", "expires", "enabled", "credits", "ratelimits"] as const;
-const MAX_HASH = limits.migrationHash.max;
+const MAX_HASH = fieldRule(MigrateKeyDataSchema.field.hash)?.maxLen ?? 64;
+/** verifyKey's bounds on a key: a key outside them could never be verified. */
+const KEY_RULE = fieldRule(VerifyKeyRequestSchema.field.key);
+const KEY_MIN = KEY_RULE?.minLen ?? 1;
+const KEY_MAX = KEY_RULE?.maxLen ?? 512;
 
 export const CSV_COLUMNS = [
   "key",
@@ -150,16 +147,32 @@ function ratelimitProblems(r: unknown, field: string): string[] {
   return problems;
 }
 
-/** keys.migrateKeys' bounds, through the domain's own validators. */
+const big = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(n));
+
+/** keys.migrateKeys' rules for one key: its proto field rules, then the domain's own checks. */
 function boundProblems(k: MigrateKey): string[] {
+  const { credits } = k;
+  const message = create(MigrateKeyDataSchema, {
+    hash: k.hash,
+    name: k.name,
+    externalId: k.externalId,
+    meta: k.meta as JsonObject | undefined,
+    roles: k.roles ?? [],
+    permissions: k.permissions ?? [],
+    expires: big(k.expires),
+    credits:
+      credits === undefined
+        ? undefined
+        : {
+            remaining: big(credits.remaining ?? undefined),
+            refill: credits.refill === undefined ? undefined : { ...credits.refill, amount: BigInt(credits.refill.amount) },
+          },
+    ratelimits: (k.ratelimits ?? []).map((r) => ({ ...r, limit: BigInt(r.limit), duration: BigInt(r.duration) })),
+  });
+  const broken = fieldProblems(MigrateKeyDataSchema, message);
+  if (broken.length > 0) return broken.map((e) => e.message);
   const v = new Validator();
-  v.string("hash", k.hash, limits.migrationHash);
-  v.string("name", k.name, limits.keyName);
-  validateExternalId(v, "externalId", k.externalId);
   validateMeta(v, "meta", k.meta);
-  if (k.roles !== undefined) validateRoles(v, "roles", k.roles);
-  if (k.permissions !== undefined) validatePermissions(v, "permissions", k.permissions);
-  v.number("expires", k.expires, limits.expires);
   if (k.credits !== undefined) {
     const credits: CreditsInput = k.credits.remaining === null || k.credits.remaining === undefined ? {} : { remaining: k.credits.remaining };
     if (k.credits.refill !== undefined) credits.refill = k.credits.refill;
@@ -184,9 +197,9 @@ export function toItem(line: number, raw: unknown): Item {
     const v = raw[field];
     if (typeof v === "string" && v !== "" && v.trim() !== v) problems.push(`${field} starts or ends with whitespace (sent as it is, it would never match)`);
   }
-  if (typeof raw.key === "string" && (raw.key.length < limits.verifyKey.min || raw.key.length > limits.verifyKey.max)) {
+  if (typeof raw.key === "string" && (raw.key.length < KEY_MIN || raw.key.length > KEY_MAX)) {
     // verifyKey takes at most 512 characters: a longer key could never be verified.
-    problems.push(`key must be ${limits.verifyKey.min} to ${limits.verifyKey.max} characters long (got ${raw.key.length})`);
+    problems.push(`key must be ${KEY_MIN} to ${KEY_MAX} characters long (got ${raw.key.length})`);
   }
   if (problems.length > 0) return fail(problems.join("; "), named);
   const { key: plaintext, ...rest } = raw;

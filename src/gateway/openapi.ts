@@ -2,21 +2,20 @@
 // service descriptors and route table the gateway serves. Request schemas follow
 // what the gateway really accepts: it probes json-check.ts for the fields that
 // take null and the numbers that must be sent, and json-response.ts for the
-// fields every answer carries. Length, range and item limits come from the
-// domain's rule constants; only rules the domain code enforces are listed here.
+// fields every answer carries. Length, range, pattern and item limits are the
+// protos' buf.validate annotations, as services/field-rules.ts enforces them;
+// meta's property limit is the domain's (the annotations have none for a Struct).
 
-import type { DescField, DescMessage } from "@bufbuild/protobuf";
-import { ScalarType } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, DescMethod } from "@bufbuild/protobuf";
+import { getOption, ScalarType } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { stringify } from "yaml";
 import { protoComments } from "../../gen/keyhold/proto_comments.js";
+import { raises } from "../../gen/keyhold/v2/errors_pb.js";
 import type { ErrorCode } from "../core/errors.js";
-import { EXTERNAL_ID_PATTERN, ID_PATTERN, limits, MAX_EXPIRES, MAX_SAFE, SLUG_PATTERN } from "../domain/limits.js";
-import { LIMIT_DURATION } from "../domain/ratelimit/limit.js";
-import { IDENTIFIER_RULE, NAMESPACE_RULE } from "../domain/ratelimit/namespaces.js";
-import { OVERRIDES_PAGE } from "../domain/ratelimit/overrides.js";
-import { DESCRIPTION_RULE, PERMISSION_NAME_RULE, ROLE_NAME_RULE, ROLE_REF_RULE, SEARCH_RULE, SLUG_RULE } from "../domain/rbac/rules.js";
+import { limits } from "../domain/limits.js";
 import { catalog, docsUrl } from "../errors/catalog.js";
+import { type FieldRule, fieldRule } from "../services/field-rules.js";
 import { isReadOnly, KEY_FORMAT } from "../services/idempotency.js";
 import type { ServiceEntry } from "../services/types.js";
 import { checkBody } from "./json-check.js";
@@ -25,166 +24,42 @@ import { type Route, routeTable } from "./plugin.js";
 
 type Schema = Record<string, unknown>;
 
-// ---- field rules (from the domain validators) ----
+// ---- field rules (from the protos' buf.validate annotations) ----
 
 interface Rule {
-  /** A string the domain refuses when empty (proto3 cannot tell "" from absent). */
-  required?: boolean;
-  schema?: Schema;
+  /** A string or list the operation refuses when empty (proto3 cannot tell "" from absent). */
+  required: boolean;
+  schema: Schema;
   items?: Schema;
 }
 
-const str = (r: { min?: number; max?: number; pattern?: RegExp }): Schema => ({
-  ...(r.min !== undefined ? { minLength: r.min } : {}),
-  ...(r.max !== undefined ? { maxLength: r.max } : {}),
-  ...(r.pattern !== undefined ? { pattern: r.pattern.source } : {}),
-});
-const num = (min: number, max: number): Schema => ({ minimum: min, maximum: max });
-const req = (schema: Schema): Rule => ({ required: true, schema });
-const opt = (schema: Schema): Rule => ({ schema });
-const list = (maxItems: number, items: Schema, minItems?: number): Rule => ({
-  schema: { maxItems, ...(minItems !== undefined ? { minItems } : {}) },
-  items,
+const stringSchema = (r: FieldRule): Schema => ({
+  ...(r.minLen !== undefined ? { minLength: r.minLen } : {}),
+  ...(r.maxLen !== undefined ? { maxLength: r.maxLen } : {}),
+  ...(r.pattern !== undefined ? { pattern: r.pattern } : {}),
+  ...(r.in !== undefined ? { enum: [...r.in] } : {}),
 });
 
-const apiId = req(str({ ...limits.apiId, pattern: ID_PATTERN }));
-const keyId = req(str({ ...limits.resourceId, pattern: ID_PATTERN }));
-const externalId = opt(str({ ...limits.externalId, pattern: EXTERNAL_ID_PATTERN }));
-const meta = opt({ maxProperties: limits.metaProperties });
-const keyRoles = list(limits.roles.maxItems, str({ min: 1, max: 100, pattern: SLUG_PATTERN }));
-const keyPermissions = list(limits.permissions.maxItems, str({ min: 1, max: 100 }));
-const grantPermissions = (minItems?: number) => list(1000, str(SLUG_RULE), minItems);
-const grantRoles = (minItems?: number) => list(100, str({ min: 1, max: 128 }), minItems);
-const ratelimits = list(limits.ratelimits.maxItems, {});
-const pageLimit = opt(num(limits.pageSize.min, limits.pageSize.max));
-const cursor = opt(str({ min: 1, max: limits.cursor.max }));
-const namespace = req(str(NAMESPACE_RULE));
-const identifier = req(str(IDENTIFIER_RULE));
-const expires = opt(num(limits.expires.min, MAX_EXPIRES));
+/** A JSON object field (meta), set directly or through its update's Nullable wrapper. */
+function isStruct(f: DescField): boolean {
+  if (f.fieldKind !== "message") return false;
+  const m = f.message.typeName.startsWith("keyhold.v2.Nullable") ? f.message.fields.find((x) => x.name === "value") : f;
+  return m?.fieldKind === "message" && m.message.typeName === "google.protobuf.Struct";
+}
 
-/** `<Message>.<jsonName>` -> what the domain checks on that field. */
-const rules: Record<string, Rule> = {
-  "CreateApiRequest.name": req(str(limits.apiName)),
-  "GetApiRequest.apiId": apiId,
-  "DeleteApiRequest.apiId": apiId,
-  "ApisServiceListKeysRequest.apiId": req(str({ min: 1, max: 255, pattern: ID_PATTERN })),
-  "ApisServiceListKeysRequest.limit": pageLimit,
-  "ApisServiceListKeysRequest.cursor": cursor,
-  "ApisServiceListKeysRequest.externalId": opt(str({ min: 1, max: 255 })),
-  "KeysServiceListKeysRequest.apiId": req(str({ min: 1, max: 255, pattern: ID_PATTERN })),
-  "KeysServiceListKeysRequest.limit": pageLimit,
-  "KeysServiceListKeysRequest.cursor": cursor,
-  "KeysServiceListKeysRequest.externalId": opt(str({ min: 1, max: 255 })),
-  "CreateKeyRequest.apiId": apiId,
-  "CreateKeyRequest.prefix": opt(str({ ...limits.prefix, pattern: ID_PATTERN })),
-  "CreateKeyRequest.name": opt(str(limits.keyName)),
-  "CreateKeyRequest.byteLength": opt(num(limits.byteLength.min, limits.byteLength.max)),
-  "CreateKeyRequest.externalId": externalId,
-  "CreateKeyRequest.meta": meta,
-  "CreateKeyRequest.roles": keyRoles,
-  "CreateKeyRequest.permissions": keyPermissions,
-  "CreateKeyRequest.expires": expires,
-  "CreateKeyRequest.ratelimits": ratelimits,
-  "RatelimitRequest.name": req(str(limits.ratelimitName)),
-  "RatelimitRequest.limit": opt(num(1, MAX_SAFE)),
-  "RatelimitRequest.duration": opt(num(limits.ratelimitDuration.min, MAX_SAFE)),
-  "KeyCredits.remaining": opt(num(0, MAX_SAFE)),
-  "KeyCreditsRefill.interval": opt({ enum: ["daily", "monthly"] }),
-  "KeyCreditsRefill.amount": opt(num(1, MAX_SAFE)),
-  "KeyCreditsRefill.refillDay": opt(num(1, 31)),
-  "VerifyKeyRequest.key": req(str(limits.verifyKey)),
-  "VerifyKeyRequest.permissions": opt(str(limits.permissionQuery)),
-  "VerifyKeyRequest.tags": list(limits.tags.maxItems, str(limits.tags)),
-  "VerifyKeyRequest.migrationId": opt(str(limits.verifyMigrationId)),
-  "VerifyKeyCredits.cost": opt(num(limits.verifyCost.min, limits.verifyCost.max)),
-  "VerifyKeyRatelimit.name": req(str({ min: 3, max: 255 })),
-  "VerifyKeyRatelimit.cost": opt(num(0, MAX_SAFE)),
-  "VerifyKeyRatelimit.limit": opt(num(0, MAX_SAFE)),
-  "VerifyKeyRatelimit.duration": opt(num(0, MAX_SAFE)),
-  "GetKeyRequest.keyId": keyId,
-  "WhoamiRequest.key": req(str(limits.verifyKey)),
-  "DeleteKeyRequest.keyId": keyId,
-  "MigrateKeysRequest.migrationId": req(str(limits.migrationId)),
-  "MigrateKeysRequest.apiId": apiId,
-  "MigrateKeysRequest.keys": { ...list(limits.migrateKeys.maxItems, {}, limits.migrateKeys.minItems), required: true },
-  "MigrateKeyData.hash": req(str(limits.migrationHash)),
-  "MigrateKeyData.name": opt(str(limits.keyName)),
-  "MigrateKeyData.externalId": externalId,
-  "MigrateKeyData.meta": meta,
-  "MigrateKeyData.roles": keyRoles,
-  "MigrateKeyData.permissions": keyPermissions,
-  "MigrateKeyData.expires": expires,
-  "MigrateKeyData.ratelimits": ratelimits,
-  "UpdateKeyRequest.keyId": keyId,
-  "UpdateKeyRequest.name": opt(str(limits.keyName)),
-  "UpdateKeyRequest.externalId": externalId,
-  "UpdateKeyRequest.meta": meta,
-  "UpdateKeyRequest.expires": expires,
-  "UpdateKeyRequest.ratelimits": ratelimits,
-  "UpdateKeyRequest.roles": keyRoles,
-  "UpdateKeyRequest.permissions": keyPermissions,
-  "UpdateKeyCredits.remaining": opt(num(0, MAX_SAFE)),
-  "UpdateCreditsRequest.keyId": keyId,
-  "UpdateCreditsRequest.operation": opt({ enum: ["set", "increment", "decrement"] }),
-  "UpdateCreditsRequest.value": opt(num(0, MAX_SAFE)),
-  "RerollKeyRequest.keyId": keyId,
-  "RerollKeyRequest.expiration": opt(num(0, MAX_EXPIRES)),
-  "AddPermissionsRequest.keyId": keyId,
-  "AddPermissionsRequest.permissions": grantPermissions(1),
-  "RemovePermissionsRequest.keyId": keyId,
-  "RemovePermissionsRequest.permissions": grantPermissions(1),
-  "SetPermissionsRequest.keyId": keyId,
-  "SetPermissionsRequest.permissions": grantPermissions(),
-  "AddRolesRequest.keyId": keyId,
-  "AddRolesRequest.roles": grantRoles(1),
-  "RemoveRolesRequest.keyId": keyId,
-  "RemoveRolesRequest.roles": grantRoles(1),
-  "SetRolesRequest.keyId": keyId,
-  "SetRolesRequest.roles": grantRoles(),
-  "CreateIdentityRequest.externalId": req({}),
-  "CreateIdentityRequest.meta": meta,
-  "CreateIdentityRequest.ratelimits": ratelimits,
-  "GetIdentityRequest.identity": req(str({ min: 1 })),
-  "UpdateIdentityRequest.identity": req(str({ min: 1 })),
-  "UpdateIdentityRequest.meta": meta,
-  "UpdateIdentityRequest.ratelimits": ratelimits,
-  "DeleteIdentityRequest.identity": req(str({ min: 1 })),
-  "ListIdentitiesRequest.limit": pageLimit,
-  "ListIdentitiesRequest.cursor": cursor,
-  "ListIdentitiesRequest.search": opt(str(SEARCH_RULE)),
-  "LimitRequest.namespace": namespace,
-  "LimitRequest.identifier": identifier,
-  "LimitRequest.limit": opt(num(1, MAX_SAFE)),
-  "LimitRequest.duration": opt(num(LIMIT_DURATION.min, LIMIT_DURATION.max)),
-  "LimitRequest.cost": opt(num(0, MAX_SAFE)),
-  "SetOverrideRequest.namespace": namespace,
-  "SetOverrideRequest.identifier": identifier,
-  "SetOverrideRequest.limit": opt(num(0, MAX_SAFE)),
-  "SetOverrideRequest.duration": opt(num(limits.ratelimitDuration.min, MAX_SAFE)),
-  "GetOverrideRequest.namespace": namespace,
-  "GetOverrideRequest.identifier": identifier,
-  "DeleteOverrideRequest.namespace": namespace,
-  "DeleteOverrideRequest.identifier": identifier,
-  "ListOverridesRequest.namespace": namespace,
-  "ListOverridesRequest.limit": opt(num(OVERRIDES_PAGE.min, OVERRIDES_PAGE.max)),
-  "ListOverridesRequest.cursor": cursor,
-  "CreatePermissionRequest.name": req(str(PERMISSION_NAME_RULE)),
-  "CreatePermissionRequest.slug": req(str(SLUG_RULE)),
-  "CreatePermissionRequest.description": opt(str(DESCRIPTION_RULE)),
-  "GetPermissionRequest.permission": req(str(SLUG_RULE)),
-  "DeletePermissionRequest.permission": req(str(SLUG_RULE)),
-  "ListPermissionsRequest.limit": pageLimit,
-  "ListPermissionsRequest.cursor": cursor,
-  "ListPermissionsRequest.search": opt(str(SEARCH_RULE)),
-  "CreateRoleRequest.name": req(str(ROLE_NAME_RULE)),
-  "CreateRoleRequest.description": opt(str(DESCRIPTION_RULE)),
-  "CreateRoleRequest.permissions": list(limits.permissions.maxItems, str(SLUG_RULE)),
-  "GetRoleRequest.role": req(str(ROLE_REF_RULE)),
-  "DeleteRoleRequest.role": req(str(ROLE_REF_RULE)),
-  "ListRolesRequest.limit": pageLimit,
-  "ListRolesRequest.cursor": cursor,
-  "ListRolesRequest.search": opt(str(SEARCH_RULE)),
-};
+/** The field's annotated rule as JSON Schema keywords (services/field-rules.ts reads the annotations). */
+function ruleOf(f: DescField): Rule | undefined {
+  const r = fieldRule(f);
+  if (r === undefined) return undefined;
+  const schema: Schema = {
+    ...stringSchema(r),
+    ...(r.min !== undefined ? { minimum: Number(r.min) } : {}),
+    ...(r.max !== undefined ? { maximum: Number(r.max) } : {}),
+    ...(r.minItems !== undefined ? { minItems: r.minItems } : {}),
+    ...(r.maxItems !== undefined ? { maxItems: r.maxItems } : {}),
+  };
+  return { required: r.required, schema, ...(r.items !== undefined ? { items: stringSchema(r.items) } : {}) };
+}
 
 // ---- errors per operation ----
 
@@ -209,57 +84,13 @@ const common: ErrorCode[] = [
 /** Answers of a retry racing or reusing an Idempotency-Key (changing operations only). */
 const idempotency: ErrorCode[] = ["err:user:conflict:idempotency_key_in_use", "err:user:unprocessable_entity:idempotency_key_reused"];
 
-const API_404: ErrorCode = "err:svc:data:api_not_found";
-const KEY_404: ErrorCode = "err:svc:data:key_not_found";
-const ROLE_404: ErrorCode = "err:svc:data:role_not_found";
-const PERM_404: ErrorCode = "err:svc:data:permission_not_found";
-const IDENTITY_404: ErrorCode = "err:svc:data:identity_not_found";
-const NS_404: ErrorCode = "err:svc:data:ratelimit_namespace_not_found";
-const OVERRIDE_404: ErrorCode = "err:svc:data:ratelimit_override_not_found";
-const PRECONDITION: ErrorCode = "err:svc:application:precondition_failed";
-
-/** The codes an operation raises besides the common ones, kept by hand from the domain code (docs/errors.md, "Codes"). */
-export const operationErrors: Record<string, ErrorCode[]> = {
-  "apis.createApi": [],
-  "apis.getApi": [API_404],
-  "apis.listKeys": [API_404, PRECONDITION],
-  "apis.deleteApi": [API_404, "err:svc:application:protected_resource"],
-  "keys.createKey": [API_404, ROLE_404, PRECONDITION],
-  "keys.verifyKey": ["err:user:bad_request:permissions_query_syntax_error", PRECONDITION],
-  "keys.getKey": [KEY_404, PRECONDITION],
-  "keys.whoami": [KEY_404],
-  "keys.listKeys": [API_404, PRECONDITION],
-  "keys.updateKey": [KEY_404, ROLE_404],
-  "keys.updateCredits": [KEY_404],
-  "keys.deleteKey": [KEY_404],
-  "keys.rerollKey": [KEY_404, PRECONDITION],
-  "keys.addPermissions": [KEY_404],
-  "keys.removePermissions": [KEY_404, PERM_404],
-  "keys.setPermissions": [KEY_404],
-  "keys.addRoles": [KEY_404, ROLE_404],
-  "keys.removeRoles": [KEY_404, ROLE_404],
-  "keys.setRoles": [KEY_404, ROLE_404],
-  "keys.migrateKeys": [API_404, "err:svc:data:migration_not_found"],
-  "identities.createIdentity": ["err:svc:data:identity_already_exists"],
-  "identities.getIdentity": [IDENTITY_404],
-  "identities.listIdentities": [],
-  "identities.updateIdentity": [IDENTITY_404],
-  "identities.deleteIdentity": [IDENTITY_404],
-  "ratelimit.limit": ["err:svc:data:ratelimit_namespace_gone"],
-  "ratelimit.multiLimit": ["err:svc:data:ratelimit_namespace_gone"],
-  "ratelimit.setOverride": [NS_404],
-  "ratelimit.getOverride": [NS_404, OVERRIDE_404],
-  "ratelimit.listOverrides": [NS_404],
-  "ratelimit.deleteOverride": [NS_404, OVERRIDE_404],
-  "permissions.createPermission": ["err:svc:data:permission_already_exists"],
-  "permissions.getPermission": [PERM_404],
-  "permissions.listPermissions": [],
-  "permissions.deletePermission": [PERM_404],
-  "permissions.createRole": ["err:svc:data:role_already_exists"],
-  "permissions.getRole": [ROLE_404],
-  "permissions.listRoles": [],
-  "permissions.deleteRole": [ROLE_404],
-};
+/** The codes an operation raises besides the common ones: its `(keyhold.v2.raises)` options in proto/. */
+export function raisedBy(method: DescMethod): ErrorCode[] {
+  const codes = getOption(method, raises);
+  for (const code of codes)
+    if (!Object.hasOwn(catalog, code)) throw new Error(`openapi: ${method.parent.typeName}.${method.name} raises ${code}, which is not in the catalog`);
+  return codes as ErrorCode[];
+}
 
 /** Operations whose body takes `namespaceId` / `namespaceName` for `namespace` (gateway adapters). */
 const NAMESPACE_ALIASES = new Set(["ratelimit.limit", "ratelimit.setOverride", "ratelimit.getOverride", "ratelimit.listOverrides", "ratelimit.deleteOverride"]);
@@ -316,9 +147,9 @@ class Builder {
     for (const f of desc.fields) {
       // set_<field> flags are set by the gateway from the field's presence, never sent.
       if (f.name.startsWith("set_")) continue;
-      const rule = rules[`${shortName(desc)}.${f.jsonName}`];
+      const rule = ruleOf(f);
       if (rule?.required === true) required.add(f.jsonName);
-      let s = { ...this.inputField(f, rule), ...(rule?.schema ?? {}) };
+      let s = { ...this.inputField(f, rule), ...(rule?.schema ?? {}), ...(isStruct(f) ? { maxProperties: limits.metaProperties } : {}) };
       if (acceptsNull(desc, f)) s = withNull(s);
       properties[f.jsonName] = described(s, fieldComment(desc, f));
     }
@@ -519,7 +350,7 @@ function operation(b: Builder, route: Route, docsBase: string): Schema {
           : {}),
         content: { "application/json": { schema: success } },
       },
-      ...errorResponses([...common, ...(changing ? idempotency : []), ...(operationErrors[route.path] ?? [])], docsBase),
+      ...errorResponses([...common, ...(changing ? idempotency : []), ...raisedBy(route.method)], docsBase),
     },
   };
 }

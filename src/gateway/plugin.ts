@@ -1,7 +1,7 @@
 // The JSON front door: `POST /v2/<group>.<operation>` for every RPC of every
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
-import type { DescMessage, DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
@@ -103,6 +103,7 @@ export interface Route {
   group: string;
   input: DescMessage;
   output: DescMessage;
+  method: DescMethod;
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
   op: (req: any, call: Call) => Promise<any>;
 }
@@ -114,7 +115,15 @@ export function routeTable(entries: ServiceEntry[]): Route[] {
     for (const method of service.methods) {
       const op = ops[method.localName];
       if (op === undefined) throw new Error(`no implementation for ${service.typeName}.${method.name}`);
-      routes.push({ path: `${group}.${method.localName}`, rpc: `${service.typeName}.${method.name}`, group, input: method.input, output: method.output, op });
+      routes.push({
+        path: `${group}.${method.localName}`,
+        rpc: `${service.typeName}.${method.name}`,
+        group,
+        input: method.input,
+        output: method.output,
+        method,
+        op,
+      });
     }
   }
   return routes;

@@ -5,6 +5,7 @@ import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { apisService } from "../services/apis.js";
+import { withFieldRules } from "../services/field-rules.js";
 import { withIdempotency } from "../services/idempotency.js";
 import { identitiesService } from "../services/identities.js";
 import { keysService } from "../services/keys.js";
@@ -27,13 +28,20 @@ function countingOutcomes(deps: Deps, ops: ReturnType<typeof keysService>): Retu
   };
 }
 
-/** Every service with its implementation: the one list all front doors serve. */
+/**
+ * Every service with its implementation: the one list all front doors serve.
+ * Each request meets its fields' rules (from the protos) before its operation,
+ * inside the idempotency wrapper, as the domain's own checks were.
+ */
 export function services(deps: Deps): ServiceEntry[] {
-  return withIdempotency(deps, [
-    { service: ApisService, ops: apisService(deps) },
-    { service: KeysService, ops: countingOutcomes(deps, keysService(deps)) },
-    { service: IdentitiesService, ops: identitiesService(deps) },
-    { service: RatelimitService, ops: ratelimitService(deps) },
-    { service: PermissionsService, ops: permissionsService(deps) },
-  ]);
+  return withIdempotency(
+    deps,
+    withFieldRules([
+      { service: ApisService, ops: apisService(deps) },
+      { service: KeysService, ops: countingOutcomes(deps, keysService(deps)) },
+      { service: IdentitiesService, ops: identitiesService(deps) },
+      { service: RatelimitService, ops: ratelimitService(deps) },
+      { service: PermissionsService, ops: permissionsService(deps) },
+    ]),
+  );
 }

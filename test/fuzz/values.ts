@@ -1,11 +1,17 @@
 // Value pools shared by the JSON and gRPC generators: edge numbers, awkward
-// strings, lengths and numbers at and around every bound in src/domain/limits.ts,
+// strings, lengths and numbers at and around every bound of the protos' field
+// rules (their buf.validate annotations, as src/services/field-rules.ts reads them),
 // and plausible values per field name (mostly the seeded resources), so that a
 // good share of cases get past validation into the operations.
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
-import { limits } from "../../src/domain/limits.js";
+import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
+import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";
+import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
+import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import { type FieldRule, fieldRule } from "../../src/services/field-rules.js";
 import { Raw, Ref } from "./body.js";
 import type { WorldName } from "./world.js";
 
@@ -16,45 +22,51 @@ export const isNullable = (m: DescMessage): boolean => m.typeName.startsWith("ke
 /** A field counted as required: implicit-presence scalars (ids, names, numbers, presence flags). */
 export const requiredish = (f: DescField): boolean => f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT;
 
-/** Every min/max/maxItems in limits.ts, by limit name. */
-function boundsOf(entry: unknown): number[] {
-  if (typeof entry === "number") return [entry];
-  if (typeof entry !== "object" || entry === null) return [];
-  return Object.entries(entry)
-    .filter(([k, v]) => ["min", "max", "maxItems"].includes(k) && typeof v === "number")
-    .map(([, v]) => v as number);
+/** The bounds of a field's annotated rule (its items' too): lengths, item counts and numbers. */
+function boundsOf(rule: FieldRule | undefined): { lengths: number[]; numbers: number[] } {
+  if (rule === undefined) return { lengths: [], numbers: [] };
+  const items = boundsOf(rule.items);
+  const lengths = [rule.minLen, rule.maxLen, ...items.lengths].filter((n): n is number => n !== undefined);
+  const numbers = [rule.min, rule.max]
+    .filter((n): n is bigint => n !== undefined)
+    .map(Number)
+    .concat([rule.minItems, rule.maxItems].filter((n): n is number => n !== undefined));
+  return { lengths, numbers };
 }
 
-const LIMIT_BOUNDS = new Map(Object.entries(limits).map(([name, entry]) => [name, boundsOf(entry)] as const));
+/** Every request field of every keyhold.v2 service, with the messages they hold. */
+function requestFields(): DescField[] {
+  const seen = new Set<DescMessage>();
+  const fields: DescField[] = [];
+  const visit = (m: DescMessage): void => {
+    if (seen.has(m)) return;
+    seen.add(m);
+    for (const f of m.fields) {
+      fields.push(f);
+      if (f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message")) visit(f.message);
+    }
+  };
+  for (const s of [ApisService, KeysService, IdentitiesService, RatelimitService, PermissionsService]) for (const m of s.methods) visit(m.input);
+  return fields;
+}
+
+const ALL = requestFields().map((f) => boundsOf(fieldRule(f)));
 
 const around = (ns: Iterable<number>): number[] => [...new Set([...ns].flatMap((n) => [n - 1, n, n + 1]))].filter((n) => n >= 0);
 
-/** String lengths worth trying: each bound that can be a length, minus one, exactly, plus one. */
-export const LENGTHS = around([...LIMIT_BOUNDS.values()].flat().filter((n) => n <= 2048)).sort((a, b) => a - b);
+/** String lengths worth trying: each length bound of the protos' field rules, minus one, exactly, plus one. */
+export const LENGTHS = around(ALL.flatMap((b) => b.lengths).filter((n) => n <= 2048)).sort((a, b) => a - b);
 
-/** Numbers at and around every numeric bound in limits.ts. */
-export const BOUND_NUMBERS = around([...LIMIT_BOUNDS.values()].flat()).sort((a, b) => a - b);
+/** Numbers at and around every numeric bound of the protos' field rules. */
+export const BOUND_NUMBERS = around(ALL.flatMap((b) => b.numbers)).sort((a, b) => a - b);
 
-/** Which limits.ts entry governs a field, when the name alone does not say. */
-const LIMIT_FOR: Record<string, keyof typeof limits> = {
-  "keyhold.v2.CreateApiRequest.name": "apiName",
-  "keyhold.v2.CreateKeyRequest.name": "keyName",
-  "keyhold.v2.RatelimitRequest.name": "ratelimitName",
-  "keyhold.v2.VerifyKeyRequest.key": "verifyKey",
-  "keyhold.v2.WhoamiRequest.key": "verifyKey",
-  "keyhold.v2.VerifyKeyRequest.permissions": "permissionQuery",
-  "keyhold.v2.VerifyKeyCredits.cost": "verifyCost",
-  keyId: "resourceId",
-  limit: "pageSize",
-  duration: "ratelimitDuration",
-};
-
-/** The bounds that apply to a field: its own limit's when known, else every bound. */
+/** The bounds that apply to a field: its own rule's when it has one, else every bound. */
 export function boundsFor(field: DescField): { lengths: number[]; numbers: number[] } {
-  const name = LIMIT_FOR[`${field.parent.typeName}.${field.name}`] ?? LIMIT_FOR[field.jsonName] ?? field.jsonName;
-  const own = LIMIT_BOUNDS.get(name);
-  if (own === undefined || own.length === 0) return { lengths: LENGTHS, numbers: BOUND_NUMBERS };
-  return { lengths: around(own.filter((n) => n <= 2048)), numbers: around(own) };
+  const own = boundsOf(fieldRule(field));
+  return {
+    lengths: own.lengths.length === 0 ? LENGTHS : around(own.lengths.filter((n) => n <= 2048)),
+    numbers: own.numbers.length === 0 ? BOUND_NUMBERS : around(own.numbers),
+  };
 }
 
 export const EDGE_NUMBERS = [

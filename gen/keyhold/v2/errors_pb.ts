@@ -2,15 +2,17 @@
 // @generated from file keyhold/v2/errors.proto (package keyhold.v2, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { MethodOptions } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file keyhold/v2/errors.proto.
  */
 export const file_keyhold_v2_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChdrZXlob2xkL3YyL2Vycm9ycy5wcm90bxIKa2V5aG9sZC52MiJqCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEgwKBHR5cGUYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRIrCgZlcnJvcnMYBCADKAsyGy5rZXlob2xkLnYyLlZhbGlkYXRpb25FcnJvciJBCg9WYWxpZGF0aW9uRXJyb3ISEAoIbG9jYXRpb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRILCgNmaXgYAyABKAliBnByb3RvMw");
+  fileDesc("ChdrZXlob2xkL3YyL2Vycm9ycy5wcm90bxIKa2V5aG9sZC52MiJqCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEgwKBHR5cGUYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRIrCgZlcnJvcnMYBCADKAsyGy5rZXlob2xkLnYyLlZhbGlkYXRpb25FcnJvciJBCg9WYWxpZGF0aW9uRXJyb3ISEAoIbG9jYXRpb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRILCgNmaXgYAyABKAk6OAoGcmFpc2VzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAMoCVIGcmFpc2VzYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * ErrorDetail is attached to every failed RPC (Connect error details, and the
@@ -90,4 +92,16 @@ export type ValidationError = Message<"keyhold.v2.ValidationError"> & {
  */
 export const ValidationErrorSchema: GenMessage<ValidationError> = /*@__PURE__*/
   messageDesc(file_keyhold_v2_errors, 1);
+
+/**
+ * The error codes an operation answers besides those every operation may
+ * answer (invalid input, authentication, authorization, limits on the request,
+ * unexpected and unavailable; docs/errors.md). The OpenAPI document lists them
+ * per status, and test/contract checks each is exercised by the operation's
+ * contract tests.
+ *
+ * @generated from extension: repeated string raises = 51001;
+ */
+export const raises: GenExtension<MethodOptions, string[]> = /*@__PURE__*/
+  extDesc(file_keyhold_v2_errors, 0);
 

@@ -5,19 +5,10 @@ import { type ApiListing, listApis } from "../../storage/dashboard.js";
 import { transaction } from "../../storage/sql.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { ID_PATTERN, limits } from "../limits.js";
-import { Validator } from "../validate.js";
 
 export const apiNotFound = (): AppError => new AppError("err:svc:data:api_not_found");
 
-function validateApiId(v: Validator, apiId: string): void {
-  v.required("apiId", apiId, { ...limits.apiId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
-}
-
 export async function createApi(deps: Deps, p: Principal, input: { name: string }): Promise<{ apiId: string }> {
-  const v = new Validator();
-  v.required("name", input.name, limits.apiName);
-  v.done();
   requireAny(p, ["apis.*.create_api"]);
   const now = deps.clock.now();
   const apiId = newId("api", now);
@@ -26,9 +17,6 @@ export async function createApi(deps: Deps, p: Principal, input: { name: string 
 }
 
 export async function getApi(deps: Deps, p: Principal, input: { apiId: string }): Promise<{ id: string; name: string }> {
-  const v = new Validator();
-  validateApiId(v, input.apiId);
-  v.done();
   requireAny(p, apiPermission(input.apiId, "read_api"));
   const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
   if (!api) throw apiNotFound();
@@ -36,9 +24,6 @@ export async function getApi(deps: Deps, p: Principal, input: { apiId: string })
 }
 
 export async function deleteApi(deps: Deps, p: Principal, input: { apiId: string }): Promise<void> {
-  const v = new Validator();
-  validateApiId(v, input.apiId);
-  v.done();
   requireAny(p, apiPermission(input.apiId, "delete_api"));
   const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
   if (!api) throw apiNotFound();

@@ -22,8 +22,8 @@ import { insertRatelimits } from "../../storage/keys.js";
 import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { type RatelimitInput, validateExternalId, validateMeta, validateRatelimits } from "../keys/input.js";
-import { limits, MAX_SAFE } from "../limits.js";
+import { type RatelimitInput, validateMeta, validateRatelimits } from "../keys/input.js";
+import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
 
 export type { IdentityRow };
@@ -47,27 +47,19 @@ async function authorisedIdentity(deps: Deps, p: Principal, ref: string, action:
   return identity;
 }
 
-function validateIdentityRef(v: Validator, ref: string): void {
-  v.required("identity", ref, { min: 1 });
-}
-
-/** validateRatelimits plus the upper bounds a gRPC int64 could exceed. */
+/** validateRatelimits, naming the other spelling when two names differ only in trailing spaces. */
 function validateIdentityRatelimits(v: Validator, list: readonly RatelimitInput[], now: number): RatelimitConfig[] {
   const configs = validateRatelimits(v, "ratelimits", list, now);
-  if (list.length <= limits.ratelimits.maxItems) {
-    // The database compares names without trailing spaces: 'a' and 'a ' would collide there.
-    const padded = new Map<string, string>();
-    list.forEach((r, i) => {
-      const base = r.name.replace(/ +$/, "");
-      const other = padded.get(base);
-      if (other !== undefined && other !== r.name) {
-        v.add(`ratelimits[${i}].name`, `Ratelimit with name '${r.name}' is already defined in the request (as '${other}').`);
-      }
-      padded.set(base, r.name);
-      if (r.limit > MAX_SAFE) v.add(`ratelimits[${i}].limit`, `ratelimits[${i}].limit must be at most ${MAX_SAFE} (got ${r.limit}).`);
-      if (r.duration > MAX_SAFE) v.add(`ratelimits[${i}].duration`, `ratelimits[${i}].duration must be at most ${MAX_SAFE} (got ${r.duration}).`);
-    });
-  }
+  // The database compares names without trailing spaces: 'a' and 'a ' would collide there.
+  const padded = new Map<string, string>();
+  list.forEach((r, i) => {
+    const base = r.name.replace(/ +$/, "");
+    const other = padded.get(base);
+    if (other !== undefined && other !== r.name) {
+      v.add(`ratelimits[${i}].name`, `Ratelimit with name '${r.name}' is already defined in the request (as '${other}').`);
+    }
+    padded.set(base, r.name);
+  });
   return configs;
 }
 
@@ -80,8 +72,6 @@ export interface CreateIdentityInput {
 export async function createIdentity(deps: Deps, p: Principal, input: CreateIdentityInput): Promise<{ identityId: string }> {
   const now = deps.clock.now();
   const v = new Validator();
-  v.required("externalId", input.externalId);
-  validateExternalId(v, "externalId", input.externalId === "" ? undefined : input.externalId);
   const meta = validateMeta(v, "meta", input.meta) ?? "{}";
   const ratelimits = validateIdentityRatelimits(v, input.ratelimits, now);
   v.done();
@@ -102,9 +92,6 @@ export async function createIdentity(deps: Deps, p: Principal, input: CreateIden
 }
 
 export async function getIdentity(deps: Deps, p: Principal, input: { identity: string }): Promise<IdentityRow> {
-  const v = new Validator();
-  validateIdentityRef(v, input.identity);
-  v.done();
   return authorisedIdentity(deps, p, input.identity, "read_identity");
 }
 
@@ -114,14 +101,7 @@ export interface ListIdentitiesInput {
   search?: string | undefined;
 }
 
-export const SEARCH_RULE = { max: 256 } as const;
-
 export async function listIdentities(deps: Deps, p: Principal, input: ListIdentitiesInput): Promise<{ identities: IdentityRow[]; cursor: string | undefined }> {
-  const v = new Validator();
-  v.number("limit", input.limit, limits.pageSize);
-  v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
-  v.string("search", input.search, SEARCH_RULE);
-  v.done();
   // The whole workspace is listed, so only the wildcard grant will do.
   requireAny(p, ["identity.*.read_identity"]);
   const page = await listLiveIdentities(deps.pool, {
@@ -144,7 +124,6 @@ export interface UpdateIdentityInput {
 export async function updateIdentity(deps: Deps, p: Principal, input: UpdateIdentityInput): Promise<IdentityRow> {
   const now = deps.clock.now();
   const v = new Validator();
-  validateIdentityRef(v, input.identity);
   const meta = validateMeta(v, "meta", input.meta);
   const ratelimits = input.ratelimits === undefined ? undefined : validateIdentityRatelimits(v, input.ratelimits, now);
   v.done();
@@ -172,9 +151,6 @@ export async function updateIdentity(deps: Deps, p: Principal, input: UpdateIden
  * limits): verification reads live identities only. The externalId is free at once.
  */
 export async function deleteIdentity(deps: Deps, p: Principal, input: { identity: string }): Promise<void> {
-  const v = new Validator();
-  validateIdentityRef(v, input.identity);
-  v.done();
   const identity = await authorisedIdentity(deps, p, input.identity, "delete_identity");
   if (!(await softDeleteIdentity(deps.pool, identity.id, deps.clock.now()))) throw identityNotFound();
   await deps.invalidate("identity", identity.id);

@@ -36,9 +36,6 @@ import { ensurePermissions, linkRoles } from "../../storage/relations.js";
 import { type Queryable, transaction } from "../../storage/sql.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { SLUG_PATTERN } from "../limits.js";
-import { Validator } from "../validate.js";
-import { validateKeyId } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
 
 export type { PermissionRow, RoleRow };
@@ -61,33 +58,12 @@ const RBAC = {
   removeRole: "rbac.*.remove_role_from_key",
 } as const;
 
-/**
- * Request rules: permissions are 1..1000 slugs of 1..128 characters; roles are
- * 1..100 names of 1..128 characters (role names have no pattern, as in
- * permissions.createRole). The set operations accept an empty list. Unkey sets
- * no item limit on setPermissions; keyhold keeps addPermissions' 1000 there too,
- * so one request cannot build an unbounded IN list.
- */
-const PERMISSIONS_RULE = { maxItems: 1000, min: 1, max: 128, pattern: SLUG_PATTERN, patternText: "^[a-zA-Z0-9_:\\-\\.\\*]+$" };
-const ROLES_RULE = { maxItems: 100, min: 1, max: 128 };
-
 export const permissionNotFound = (slug: string): AppError => new AppError("err:svc:data:permission_not_found", `Permission '${slug}' was not found.`);
 
-function validatePermissionsInput(input: PermissionsInput, allowEmpty: boolean): string[] {
-  const v = new Validator();
-  validateKeyId(v, input.keyId);
-  v.items("permissions", input.permissions, { ...PERMISSIONS_RULE, ...(allowEmpty ? {} : { minItems: 1 }) });
-  v.done();
-  return [...new Set(input.permissions)];
-}
-
-function validateRolesInput(input: RolesInput, allowEmpty: boolean): string[] {
-  const v = new Validator();
-  validateKeyId(v, input.keyId);
-  v.items("roles", input.roles, { ...ROLES_RULE, ...(allowEmpty ? {} : { minItems: 1 }) });
-  v.done();
-  return [...new Set(input.roles)];
-}
+// The lists' bounds are on the proto fields (keys_service.proto): setPermissions
+// keeps addPermissions' 1,000 items although Unkey sets none, so one request
+// cannot build an unbounded IN list.
+const distinct = (list: readonly string[]): string[] => [...new Set(list)];
 
 /** The live key of the caller's workspace, or 404 (another workspace's key reads as missing). */
 async function loadKey(deps: Deps, p: Principal, keyId: string): Promise<KeyDetails> {
@@ -139,7 +115,7 @@ async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slug
 }
 
 export async function addPermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
-  const slugs = validatePermissionsInput(input, false);
+  const slugs = distinct(input.permissions);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.addPermission]);
@@ -149,7 +125,7 @@ export async function addPermissions(deps: Deps, p: Principal, input: Permission
 }
 
 export async function setPermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
-  const slugs = validatePermissionsInput(input, true);
+  const slugs = distinct(input.permissions);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.addPermission]);
@@ -160,7 +136,7 @@ export async function setPermissions(deps: Deps, p: Principal, input: Permission
 }
 
 export async function removePermissions(deps: Deps, p: Principal, input: PermissionsInput): Promise<PermissionRow[]> {
-  const slugs = validatePermissionsInput(input, false);
+  const slugs = distinct(input.permissions);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.removePermission]);
@@ -195,7 +171,7 @@ async function changeRoles(deps: Deps, p: Principal, key: KeyDetails, names: str
 }
 
 export async function addRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
-  const names = validateRolesInput(input, false);
+  const names = distinct(input.roles);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.addRole]);
@@ -203,7 +179,7 @@ export async function addRoles(deps: Deps, p: Principal, input: RolesInput): Pro
 }
 
 export async function removeRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
-  const names = validateRolesInput(input, false);
+  const names = distinct(input.roles);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.removeRole]);
@@ -211,7 +187,7 @@ export async function removeRoles(deps: Deps, p: Principal, input: RolesInput): 
 }
 
 export async function setRoles(deps: Deps, p: Principal, input: RolesInput): Promise<RoleRow[]> {
-  const names = validateRolesInput(input, true);
+  const names = distinct(input.roles);
   const key = await loadKey(deps, p, input.keyId);
   requireAny(p, apiPermission(key.apiId, "update_key"));
   requireAny(p, [RBAC.addRole]);

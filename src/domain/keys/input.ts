@@ -1,8 +1,12 @@
-// Validation of the key fields shared by createKey, updateKey and identities.
+// The key fields' rules that the protos cannot say, shared by createKey,
+// updateKey, migrateKeys and identities. Bounds, patterns and item limits are
+// declared on the proto fields and checked before the domain runs
+// (services/field-rules.ts); what is left here compares fields with each other
+// or measures meta.
 
 import { newId } from "../../core/ids.js";
 import type { RatelimitConfig, Refill } from "../../core/records.js";
-import { EXTERNAL_ID_PATTERN, ID_PATTERN, limits, MAX_SAFE, SLUG_PATTERN } from "../limits.js";
+import { limits } from "../limits.js";
 import type { Validator } from "../validate.js";
 
 export interface RatelimitInput {
@@ -22,12 +26,6 @@ export interface CreditsInput {
   remaining?: number | undefined;
   refill?: RefillInput | undefined;
 }
-
-export const validateKeyId = (v: Validator, keyId: string): void =>
-  v.required("keyId", keyId, { ...limits.resourceId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
-
-export const validateExternalId = (v: Validator, field: string, externalId: string | undefined): void =>
-  v.string(field, externalId, { ...limits.externalId, pattern: EXTERNAL_ID_PATTERN, patternText: "^[a-zA-Z0-9_.-]+$" });
 
 /** How deep a JSON value nests below its top (0 for a scalar), counted without recursion and only up to `max + 1`. */
 function depthOf(value: unknown, max: number): number {
@@ -61,28 +59,12 @@ export function validateMeta(v: Validator, field: string, meta: Record<string, u
   return text;
 }
 
-export function validateRoles(v: Validator, field: string, roles: readonly string[]): void {
-  v.items(field, roles, { maxItems: limits.roles.maxItems, min: 1, max: 100, pattern: SLUG_PATTERN, patternText: "^[a-zA-Z0-9_:\\-\\.\\*]+$" });
-}
-
-export function validatePermissions(v: Validator, field: string, permissions: readonly string[]): void {
-  // Slugs are unique in a column whose collation ignores trailing spaces: `a ` would be stored as `a`'s twin.
-  v.items(field, permissions, { maxItems: limits.permissions.maxItems, min: 1, max: 100, noTrailingSpace: true });
-}
-
 /** Validates rate-limit configs and gives them ids; autoApply defaults to true (docs/ratelimits.md, "Limits on keys and identities (verifyKey)"). */
 export function validateRatelimits(v: Validator, field: string, list: readonly RatelimitInput[], now: number): RatelimitConfig[] {
-  if (list.length > limits.ratelimits.maxItems) {
-    v.add(field, `${field} must have at most ${limits.ratelimits.maxItems} items (got ${list.length}).`);
-    return [];
-  }
   const seen = new Set<string>();
   list.forEach((r, i) => {
     const f = `${field}[${i}]`;
-    v.required(`${f}.name`, r.name, limits.ratelimitName);
-    v.number(`${f}.limit`, r.limit, { min: 1, max: MAX_SAFE });
-    v.number(`${f}.duration`, r.duration, { min: limits.ratelimitDuration.min, max: MAX_SAFE });
-    // Names are unique per owner; the database's collation ignores trailing spaces, so compare without them.
+    // Names are unique per owner, in a column whose collation ignores trailing spaces: compare without them.
     const unique = r.name.replace(/ +$/, "");
     if (seen.has(unique)) v.add(`${f}.name`, `Ratelimit with name '${r.name}' is already defined in the request.`);
     seen.add(unique);
@@ -91,13 +73,6 @@ export function validateRatelimits(v: Validator, field: string, list: readonly R
 }
 
 export function validateRefill(v: Validator, field: string, refill: RefillInput, opts: { dailyDayIsError: boolean }): Refill {
-  if (refill.interval !== "daily" && refill.interval !== "monthly") {
-    v.add(`${field}.interval`, `${field}.interval must be "daily" or "monthly" (got ${JSON.stringify(refill.interval)}).`);
-  }
-  if (refill.amount < 1 || refill.amount > MAX_SAFE) v.add(`${field}.amount`, `${field}.amount must be between 1 and ${MAX_SAFE}.`);
-  if (refill.refillDay !== undefined && (refill.refillDay < 1 || refill.refillDay > 31)) {
-    v.add(`${field}.refillDay`, `${field}.refillDay must be between 1 and 31 (got ${refill.refillDay}).`);
-  }
   if (refill.interval === "daily" && refill.refillDay !== undefined && opts.dailyDayIsError) {
     v.add(`${field}.refillDay`, "`refillDay` must not be provided when the refill interval is `daily`.");
   }
@@ -112,9 +87,6 @@ export function validateCredits(
   field = "credits",
 ): { remaining: number | undefined; refill: Refill | undefined } {
   if (credits === undefined) return { remaining: undefined, refill: undefined };
-  if (credits.remaining !== undefined && (credits.remaining < 0 || credits.remaining > MAX_SAFE)) {
-    v.add(`${field}.remaining`, `${field}.remaining must be between 0 and ${MAX_SAFE} (got ${credits.remaining}).`);
-  }
   let refill: Refill | undefined;
   if (credits.refill !== undefined) {
     refill = validateRefill(v, `${field}.refill`, credits.refill, { dailyDayIsError: false });

@@ -26,18 +26,9 @@ import { transaction } from "../../storage/sql.js";
 import { apiNotFound } from "../apis/apis.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { ID_PATTERN, limits } from "../limits.js";
+import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
-import {
-  type CreditsInput,
-  type RatelimitInput,
-  validateCredits,
-  validateExternalId,
-  validateMeta,
-  validatePermissions,
-  validateRatelimits,
-  validateRoles,
-} from "./input.js";
+import { type CreditsInput, type RatelimitInput, validateCredits, validateMeta, validateRatelimits } from "./input.js";
 import { forgetMissedImports, rememberMigration, SEAMAPI } from "./migrated-lookup.js";
 
 export interface MigrateKeyInput {
@@ -80,24 +71,9 @@ interface PlannedKey {
 
 function validate(input: MigrateKeysInput, now: number): PlannedKey[] {
   const v = new Validator();
-  v.required("migrationId", input.migrationId, limits.migrationId);
-  v.required("apiId", input.apiId, { ...limits.apiId, pattern: ID_PATTERN, patternText: "^[a-zA-Z0-9_]+$" });
-  const { minItems, maxItems } = limits.migrateKeys;
-  if (input.keys.length < minItems) v.add("keys", `keys must have at least ${minItems} item.`, "Send the keys to import.");
-  if (input.keys.length > maxItems) {
-    v.add("keys", `keys must have at most ${maxItems} items (got ${input.keys.length}).`, `Import in batches of at most ${maxItems} keys.`);
-  }
-  // An oversized batch is refused as a whole, without reading every key of it.
-  if (input.keys.length > maxItems) v.done();
   const planned = input.keys.map((k, i): PlannedKey => {
     const f = `keys[${i}]`;
-    v.required(`${f}.hash`, k.hash, limits.migrationHash);
-    v.string(`${f}.name`, k.name, limits.keyName);
-    validateExternalId(v, `${f}.externalId`, k.externalId);
     const meta = validateMeta(v, `${f}.meta`, k.meta);
-    validateRoles(v, `${f}.roles`, k.roles);
-    validatePermissions(v, `${f}.permissions`, k.permissions);
-    v.number(`${f}.expires`, k.expires, limits.expires);
     const credits = validateCredits(v, k.credits, `${f}.credits`);
     const ratelimits = validateRatelimits(v, `${f}.ratelimits`, k.ratelimits, now);
     return { input: k, hash: k.hash, meta, remaining: credits.remaining, refill: credits.refill, ratelimits };

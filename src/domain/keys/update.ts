@@ -13,20 +13,10 @@ import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanis
 import { transaction } from "../../storage/sql.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { limits, MAX_EXPIRES, MAX_SAFE } from "../limits.js";
+import { MAX_SAFE } from "../limits.js";
 import { Validator } from "../validate.js";
 import { generateKey, hashKey } from "./generate.js";
-import {
-  type RatelimitInput,
-  type RefillInput,
-  validateExternalId,
-  validateKeyId,
-  validateMeta,
-  validatePermissions,
-  validateRatelimits,
-  validateRefill,
-  validateRoles,
-} from "./input.js";
+import { type RatelimitInput, type RefillInput, validateMeta, validateRatelimits, validateRefill } from "./input.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
 
 /** A field that may be left alone (undefined), cleared ({}), or set ({value}). */
@@ -50,20 +40,13 @@ export interface UpdateKeyInput {
 export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput): Promise<void> {
   const now = deps.clock.now();
   const v = new Validator();
-  validateKeyId(v, input.keyId);
-  v.string("name", input.name?.value, limits.keyName);
-  validateExternalId(v, "externalId", input.externalId?.value);
   const metaText = validateMeta(v, "meta", input.meta?.value);
-  v.number("expires", input.expires?.value, limits.expires);
   const remaining = input.credits?.remaining;
-  if (remaining?.value !== undefined) v.number("credits.remaining", remaining.value, { min: 0, max: MAX_SAFE });
   let refill: Refill | undefined;
   if (input.credits?.refill?.value !== undefined) {
     refill = validateRefill(v, "credits.refill", input.credits.refill.value, { dailyDayIsError: true });
   }
   const ratelimits = input.ratelimits === undefined ? undefined : validateRatelimits(v, "ratelimits", input.ratelimits, now);
-  if (input.roles !== undefined) validateRoles(v, "roles", input.roles);
-  if (input.permissions !== undefined) validatePermissions(v, "permissions", input.permissions);
   v.done();
 
   const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
@@ -161,13 +144,6 @@ export async function updateCredits(
   p: Principal,
   input: UpdateCreditsInput,
 ): Promise<{ remaining: number | undefined; refill: Refill | undefined }> {
-  const v = new Validator();
-  validateKeyId(v, input.keyId);
-  if (!["set", "increment", "decrement"].includes(input.operation)) {
-    v.add("operation", `operation must be "set", "increment" or "decrement" (got ${JSON.stringify(input.operation)}).`);
-  }
-  v.number("value", input.value, { min: 0, max: MAX_SAFE });
-  v.done();
   if (input.operation !== "set" && input.value === undefined) {
     throw invalidField("value", "When specifying an increment or decrement operation, a value must be provided.");
   }
@@ -196,10 +172,6 @@ export async function updateCredits(
 }
 
 export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string; expiration: number }): Promise<{ keyId: string; key: string }> {
-  const v = new Validator();
-  validateKeyId(v, input.keyId);
-  v.number("expiration", input.expiration, { min: 0, max: MAX_EXPIRES });
-  v.done();
   const old = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
   if (!old) throw keyNotFound();
   requireAny(p, apiPermission(old.apiId, "create_key"));

@@ -6,9 +6,7 @@ import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { MAX_SAFE } from "../limits.js";
-import { Validator } from "../validate.js";
-import { IDENTIFIER_RULE, namespacesForLimit, validateNamespaceRef } from "./namespaces.js";
+import { namespacesForLimit } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
 export interface LimitInput {
@@ -30,18 +28,6 @@ export interface LimitOutcome {
 export interface MultiLimitOutcome {
   passed: boolean;
   limits: Array<{ namespace: string; identifier: string; limit: number; remaining: number; reset: number; passed: boolean; overrideId: string | undefined }>;
-}
-
-/** 1 s to 30 days. */
-export const LIMIT_DURATION = { min: 1_000, max: 2_592_000_000 } as const;
-export const MULTI_LIMIT_ITEMS = { min: 1, max: 100 } as const;
-
-function validateLimitInput(v: Validator, prefix: string, input: LimitInput): void {
-  validateNamespaceRef(v, `${prefix}namespace`, input.namespace);
-  v.required(`${prefix}identifier`, input.identifier, IDENTIFIER_RULE);
-  v.number(`${prefix}limit`, input.limit, { min: 1, max: MAX_SAFE });
-  v.number(`${prefix}duration`, input.duration, LIMIT_DURATION);
-  v.number(`${prefix}cost`, input.cost, { min: 0, max: MAX_SAFE });
 }
 
 /** Override candidates for an identifier, through the cache (evicted by every override change). */
@@ -90,9 +76,6 @@ async function plan(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Pr
 }
 
 export async function limit(deps: Deps, p: Principal, input: LimitInput): Promise<LimitOutcome> {
-  const v = new Validator();
-  validateLimitInput(v, "", input);
-  v.done();
   const [planned] = await plan(deps, p, [input]);
   if (planned === undefined) throw new Error("no check planned");
   const [r] = await deps.limiter.check([planned.check], deps.clock.now());
@@ -102,15 +85,6 @@ export async function limit(deps: Deps, p: Principal, input: LimitInput): Promis
 
 /** All or nothing: when any check fails, no counter is consumed (the limiter's batch rule). */
 export async function multiLimit(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Promise<MultiLimitOutcome> {
-  const v = new Validator();
-  if (inputs.length < MULTI_LIMIT_ITEMS.min || inputs.length > MULTI_LIMIT_ITEMS.max) {
-    v.add("limits", `The request must hold between ${MULTI_LIMIT_ITEMS.min} and ${MULTI_LIMIT_ITEMS.max} limits (got ${inputs.length}).`);
-  } else {
-    inputs.forEach((input, i) => {
-      validateLimitInput(v, `limits[${i}].`, input);
-    });
-  }
-  v.done();
   const planned = await plan(deps, p, inputs);
   const results = await deps.limiter.check(
     planned.map((x) => x.check),

@@ -14,15 +14,11 @@ import { newId } from "../../core/ids.js";
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
 import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import type { Validator } from "../validate.js";
 
 export type { NamespaceRow };
 
-/** `[1..512]`, a name or an id; an id match wins (docs/ratelimits.md). */
+/** A namespace's name, as the dashboard creates it: 1 to 512 characters, as ratelimit.limit's `namespace` (docs/ratelimits.md). */
 export const NAMESPACE_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
-export const IDENTIFIER_RULE = { min: 1, max: 512, noTrailingSpace: true } as const;
-
-export const validateNamespaceRef = (v: Validator, field: string, ref: string): void => v.required(field, ref, NAMESPACE_RULE);
 
 /** `ratelimit.*.<action>` or `ratelimit.<namespaceId>.<action>`. */
 export const namespacePermission = (namespaceId: string, action: string): string[] => [`ratelimit.*.${action}`, `ratelimit.${namespaceId}.${action}`];

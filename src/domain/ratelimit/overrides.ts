@@ -9,9 +9,7 @@ import { newId } from "../../core/ids.js";
 import { findLiveOverride, findOverrideCandidates, listLiveOverrides, type OverrideRow, softDeleteOverride, upsertOverride } from "../../storage/ratelimit.js";
 import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { limits, MAX_SAFE } from "../limits.js";
-import { Validator } from "../validate.js";
-import { findLiveNamespace, IDENTIFIER_RULE, namespaceNotFound, namespacePermission, requireSomeNamespaceGrant, validateNamespaceRef } from "./namespaces.js";
+import { findLiveNamespace, namespaceNotFound, namespacePermission, requireSomeNamespaceGrant } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
 export type { OverrideRow };
@@ -20,16 +18,12 @@ export type { OverrideRow };
 export const overrideNotFound = (): AppError =>
   new AppError("err:svc:data:ratelimit_override_not_found", "The requested rate limit override could not be found");
 
-export const OVERRIDES_PAGE = { min: 1, max: 100, default: 10 } as const;
+/** listOverrides' page size when none is asked for (its bounds are on the proto field). */
+export const OVERRIDES_PAGE_DEFAULT = 10;
 
 interface OverrideRef {
   namespace: string;
   identifier: string;
-}
-
-function validateRef(v: Validator, input: OverrideRef): void {
-  validateNamespaceRef(v, "namespace", input.namespace);
-  v.required("identifier", input.identifier, IDENTIFIER_RULE);
 }
 
 export interface SetOverrideInput extends OverrideRef {
@@ -39,11 +33,6 @@ export interface SetOverrideInput extends OverrideRef {
 
 /** Upsert on (namespace, identifier): a re-set keeps the override's id. The namespace must exist. */
 export async function setOverride(deps: Deps, p: Principal, input: SetOverrideInput): Promise<{ overrideId: string }> {
-  const v = new Validator();
-  validateRef(v, input);
-  v.number("limit", input.limit, { min: 0, max: MAX_SAFE });
-  v.number("duration", input.duration, { min: limits.ratelimitDuration.min, max: MAX_SAFE });
-  v.done();
   requireSomeNamespaceGrant(p, "set_override");
   const ns = await findLiveNamespace(deps, p, input.namespace);
   if (ns === undefined) throw namespaceNotFound();
@@ -69,9 +58,6 @@ export async function setOverride(deps: Deps, p: Principal, input: SetOverrideIn
  * caller cannot probe which namespaces or overrides exist (docs/auth.md, "401 or 403").
  */
 export async function getOverride(deps: Deps, p: Principal, input: OverrideRef): Promise<OverrideRow> {
-  const v = new Validator();
-  validateRef(v, input);
-  v.done();
   const ns = await findLiveNamespace(deps, p, input.namespace);
   if (ns === undefined || !holdsAny(p, namespacePermission(ns.id, "read_override"))) throw overrideNotFound();
   const found = bestOverride(input.identifier, await findOverrideCandidates(deps.pool, ns.id, input.identifier));
@@ -86,24 +72,16 @@ export interface ListOverridesInput {
 }
 
 export async function listOverrides(deps: Deps, p: Principal, input: ListOverridesInput): Promise<{ overrides: OverrideRow[]; cursor: string | undefined }> {
-  const v = new Validator();
-  validateNamespaceRef(v, "namespace", input.namespace);
-  v.number("limit", input.limit, OVERRIDES_PAGE);
-  v.string("cursor", input.cursor, { min: 1, max: limits.cursor.max });
-  v.done();
   requireSomeNamespaceGrant(p, "read_override");
   const ns = await findLiveNamespace(deps, p, input.namespace);
   if (ns === undefined) throw namespaceNotFound();
   requireAny(p, namespacePermission(ns.id, "read_override"));
-  const page = await listLiveOverrides(deps.pool, { namespaceId: ns.id, limit: input.limit ?? OVERRIDES_PAGE.default, cursor: input.cursor });
+  const page = await listLiveOverrides(deps.pool, { namespaceId: ns.id, limit: input.limit ?? OVERRIDES_PAGE_DEFAULT, cursor: input.cursor });
   return { overrides: page.overrides, cursor: page.next };
 }
 
 /** Matched exactly (no wildcard resolution, unlike getOverride); a soft delete. */
 export async function deleteOverride(deps: Deps, p: Principal, input: OverrideRef): Promise<void> {
-  const v = new Validator();
-  validateRef(v, input);
-  v.done();
   requireSomeNamespaceGrant(p, "delete_override");
   // An unknown or deleted namespace has no override to delete: it is reported as a
   // missing override, not namespace_not_found (docs/errors.md, "Codes").

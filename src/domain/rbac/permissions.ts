@@ -10,8 +10,7 @@ import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
-import { Validator } from "../validate.js";
-import { DESCRIPTION_RULE, type PageInput, PERMISSION_NAME_RULE, permissionNotFound, rbac, SLUG_RULE, validatePage } from "./rules.js";
+import { type PageInput, permissionNotFound, rbac } from "./rules.js";
 
 export type { PermissionRow };
 
@@ -23,11 +22,6 @@ export interface CreatePermissionInput {
 
 export async function createPermission(deps: Deps, p: Principal, input: CreatePermissionInput): Promise<{ permissionId: string }> {
   const now = deps.clock.now();
-  const v = new Validator();
-  v.required("name", input.name, PERMISSION_NAME_RULE);
-  v.required("slug", input.slug, SLUG_RULE);
-  v.string("description", input.description, DESCRIPTION_RULE);
-  v.done();
   requireAny(p, rbac("create_permission"));
   const permissionId = newId("perm", now);
   try {
@@ -48,14 +42,7 @@ export async function createPermission(deps: Deps, p: Principal, input: CreatePe
   return { permissionId };
 }
 
-function validatePermissionRef(v: Validator, ref: string): void {
-  v.required("permission", ref, SLUG_RULE);
-}
-
 export async function getPermission(deps: Deps, p: Principal, input: { permission: string }): Promise<PermissionRow> {
-  const v = new Validator();
-  validatePermissionRef(v, input.permission);
-  v.done();
   requireAny(p, rbac("read_permission"));
   const found = await findPermission(deps.pool, p.workspaceId, input.permission);
   if (found === undefined) throw permissionNotFound();
@@ -63,9 +50,6 @@ export async function getPermission(deps: Deps, p: Principal, input: { permissio
 }
 
 export async function listPermissions(deps: Deps, p: Principal, input: PageInput): Promise<{ permissions: PermissionRow[]; cursor: string | undefined }> {
-  const v = new Validator();
-  validatePage(v, input);
-  v.done();
   requireAny(p, rbac("read_permission"));
   const page = await listPermissionsPage(deps.pool, {
     workspaceId: p.workspaceId,
@@ -78,9 +62,6 @@ export async function listPermissions(deps: Deps, p: Principal, input: PageInput
 
 /** Hard delete: the permission leaves every role and key at once. */
 export async function deletePermission(deps: Deps, p: Principal, input: { permission: string }): Promise<void> {
-  const v = new Validator();
-  validatePermissionRef(v, input.permission);
-  v.done();
   requireAny(p, rbac("delete_permission"));
   const found = await findPermission(deps.pool, p.workspaceId, input.permission);
   if (found === undefined) throw permissionNotFound();

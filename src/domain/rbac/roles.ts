@@ -21,18 +21,7 @@ import { transaction } from "../../storage/sql.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
-import { Validator } from "../validate.js";
-import {
-  DESCRIPTION_RULE,
-  type PageInput,
-  ROLE_NAME_RULE,
-  ROLE_PERMISSIONS_MAX_ITEMS,
-  ROLE_REF_RULE,
-  rbac,
-  roleNotFound,
-  SLUG_RULE,
-  validatePage,
-} from "./rules.js";
+import { type PageInput, rbac, roleNotFound } from "./rules.js";
 
 export type { RoleRow };
 
@@ -47,11 +36,6 @@ const roleExists = (name: string): AppError => new AppError("err:svc:data:role_a
 
 export async function createRole(deps: Deps, p: Principal, input: CreateRoleInput): Promise<{ roleId: string }> {
   const now = deps.clock.now();
-  const v = new Validator();
-  v.required("name", input.name, ROLE_NAME_RULE);
-  v.string("description", input.description, DESCRIPTION_RULE);
-  v.items("permissions", input.permissions, { ...SLUG_RULE, maxItems: ROLE_PERMISSIONS_MAX_ITEMS });
-  v.done();
 
   requireAny(p, rbac("create_role"));
   // Slugs compare exactly, as the database and verification compare them:
@@ -93,14 +77,7 @@ export async function createRole(deps: Deps, p: Principal, input: CreateRoleInpu
 /** A permission deleted between being ensured and being attached to the new role. */
 class PermissionVanished extends Error {}
 
-function validateRoleRef(v: Validator, ref: string): void {
-  v.required("role", ref, ROLE_REF_RULE);
-}
-
 export async function getRole(deps: Deps, p: Principal, input: { role: string }): Promise<RoleRow> {
-  const v = new Validator();
-  validateRoleRef(v, input.role);
-  v.done();
   requireAny(p, rbac("read_role"));
   const found = await findRole(deps.pool, p.workspaceId, input.role);
   if (found === undefined) throw roleNotFound();
@@ -108,9 +85,6 @@ export async function getRole(deps: Deps, p: Principal, input: { role: string })
 }
 
 export async function listRoles(deps: Deps, p: Principal, input: PageInput): Promise<{ roles: RoleRow[]; cursor: string | undefined }> {
-  const v = new Validator();
-  validatePage(v, input);
-  v.done();
   requireAny(p, rbac("read_role"));
   const page = await listRolesPage(deps.pool, {
     workspaceId: p.workspaceId,
@@ -123,9 +97,6 @@ export async function listRoles(deps: Deps, p: Principal, input: PageInput): Pro
 
 /** Hard delete: the role leaves every key at once, and its permission links go with it. */
 export async function deleteRole(deps: Deps, p: Principal, input: { role: string }): Promise<void> {
-  const v = new Validator();
-  validateRoleRef(v, input.role);
-  v.done();
   requireAny(p, rbac("delete_role"));
   const found = await findRole(deps.pool, p.workspaceId, input.role);
   if (found === undefined) throw roleNotFound();
