@@ -63,7 +63,8 @@ function ruleOf(f: DescField): Rule | undefined {
 
 // ---- errors per operation ----
 
-const common: ErrorCode[] = [
+/** Codes every operation may answer, listed for each in the document. */
+export const commonErrors: readonly ErrorCode[] = [
   "err:svc:application:invalid_input",
   "err:user:bad_request:request_body_unreadable",
   "err:svc:authentication:missing",
@@ -82,7 +83,7 @@ const common: ErrorCode[] = [
 ];
 
 /** Answers of a retry racing or reusing an Idempotency-Key (changing operations only). */
-const idempotency: ErrorCode[] = ["err:user:conflict:idempotency_key_in_use", "err:user:unprocessable_entity:idempotency_key_reused"];
+export const idempotencyErrors: readonly ErrorCode[] = ["err:user:conflict:idempotency_key_in_use", "err:user:unprocessable_entity:idempotency_key_reused"];
 
 /** The codes an operation raises besides the common ones: its `(keyhold.v2.raises)` options in proto/. */
 export function raisedBy(method: DescMethod): ErrorCode[] {
@@ -350,7 +351,7 @@ function operation(b: Builder, route: Route, docsBase: string): Schema {
           : {}),
         content: { "application/json": { schema: success } },
       },
-      ...errorResponses([...common, ...(changing ? idempotency : []), ...raisedBy(route.method)], docsBase),
+      ...errorResponses([...commonErrors, ...(changing ? idempotencyErrors : []), ...raisedBy(route.method)], docsBase),
     },
   };
 }

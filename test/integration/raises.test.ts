@@ -8,32 +8,14 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../src/core/errors.js";
 import type { Deps } from "../../src/domain/deps.js";
-import { raisedBy } from "../../src/gateway/openapi.js";
+import { commonErrors, idempotencyErrors, raisedBy } from "../../src/gateway/openapi.js";
 import { routeTable } from "../../src/gateway/plugin.js";
 import { services } from "../../src/server/registry.js";
 
 const contractDir = path.resolve(import.meta.dirname, "..", "contract");
 
-/** Codes every operation may answer (the OpenAPI document's common responses and idempotency). */
-const COMMON = new Set<string>([
-  "err:svc:application:invalid_input",
-  "err:user:bad_request:request_body_unreadable",
-  "err:svc:authentication:missing",
-  "err:svc:authentication:malformed",
-  "err:svc:authentication:key_not_found",
-  "err:svc:authorization:insufficient_permissions",
-  "err:svc:authorization:forbidden",
-  "err:svc:authorization:key_disabled",
-  "err:svc:authorization:workspace_disabled",
-  "err:user:bad_request:request_timeout",
-  "err:user:bad_request:request_body_too_large",
-  "err:svc:application:unsupported_media_type",
-  "err:user:bad_request:request_headers_too_large",
-  "err:svc:application:unexpected_error",
-  "err:svc:application:service_unavailable",
-  "err:user:conflict:idempotency_key_in_use",
-  "err:user:unprocessable_entity:idempotency_key_reused",
-]);
+/** Codes every operation may answer (the OpenAPI document's common responses, and idempotency's). */
+const COMMON = new Set<string>([...commonErrors, ...idempotencyErrors]);
 
 /** The text of an operation's contract tests, with the shared suites they import. */
 function contractText(op: string): string {
