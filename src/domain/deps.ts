@@ -2,6 +2,7 @@ import type { InvalidationKind } from "../cache/invalidation.js";
 import type { RecordCache } from "../cache/verification-cache.js";
 import type { Logger } from "../core/logger.js";
 import type { KeyRecord } from "../core/records.js";
+import type { ApiRow } from "../storage/apis.js";
 import type { Limiter } from "../storage/memory-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
@@ -21,6 +22,11 @@ export interface Deps {
   rootKeyCache: RecordCache<RootKeyRecord>;
   /** Namespaces by `${workspaceId}|${name or id}`; tagged `ns:<id>`. */
   namespaceCache: RecordCache<NamespaceRow>;
+  /**
+   * Live APIs by `${workspaceId}|${apiId}`, for creating keys; tagged `api:<id>`
+   * and `ws:<workspaceId>`. Found APIs only: a new API is seen at once everywhere.
+   */
+  apiCache: RecordCache<ApiRow>;
   /** Override candidates by `${namespaceId}|${identifier}`; tagged `ns:<id>`. */
   overrideCache: RecordCache<{ rows: OverrideRow[] }>;
   limiter: Limiter;

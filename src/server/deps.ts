@@ -8,6 +8,7 @@ import type { Deps } from "../domain/deps.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
 import { VerificationCounts } from "../domain/keys/verification-counts.js";
+import type { ApiRow } from "../storage/apis.js";
 import { touchKeys } from "../storage/keys.js";
 import { type Limiter, MemoryLimiter } from "../storage/memory-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
@@ -43,6 +44,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 },
     (r) => 200 + r.permissions.join().length,
   );
+  const apiCache = new RecordCache<ApiRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (a) => 300 + a.name.length);
   const namespaceCache = new RecordCache<NamespaceRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (n) => 200 + n.name.length);
   const overrideCache = new RecordCache<{ rows: OverrideRow[] }>(
     { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 },
@@ -61,12 +63,17 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       case "workspace":
         rootKeyCache.deleteTag(`ws:${id}`);
         keyCache.deleteTag(`ws:${id}`);
+        apiCache.deleteTag(`ws:${id}`);
+        break;
+      case "api":
+        keyCache.deleteTag(`api:${id}`);
+        apiCache.deleteTag(`api:${id}`);
         break;
       default:
         keyCache.deleteTag(`${kind}:${id}`);
     }
   };
-  const caches = () => [keyCache, rootKeyCache, namespaceCache, overrideCache];
+  const caches = () => [keyCache, rootKeyCache, apiCache, namespaceCache, overrideCache];
   const invalidations = new Invalidations(pool, evict, log, (stale) => {
     for (const c of caches()) {
       c.bypass = stale;
@@ -105,6 +112,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     log,
     keyCache,
     rootKeyCache,
+    apiCache,
     namespaceCache,
     overrideCache,
     limiter,

@@ -75,6 +75,18 @@ describe("two instances on one database", () => {
     await within(1000, async () => (await b.post("/v2/ratelimit.limit", body, rk)).body.data.limit === 500);
   });
 
+  it("an API deleted on A stops taking new keys on B within 1 s, though B had it cached", async () => {
+    const { b, rk } = await pair();
+    const apiId = await api(h, rk);
+    const onB = () => b.post("/v2/keys.createKey", { apiId }, rk);
+    expect((await onB()).status).toBe(200); // the API is now cached on B
+    expect(b.runtime.deps.apiCache.size).toBeGreaterThan(0);
+    expect((await h.post("/v2/apis.deleteApi", { apiId }, rk)).status).toBe(200);
+    // On A, at once: its own cache was evicted before deleteApi answered.
+    expect((await h.post("/v2/keys.createKey", { apiId }, rk)).body.error?.type).toContain("api_not_found");
+    await within(1000, async () => (await onB()).status === 404);
+  });
+
   it("a root key revoked through the invalidation log stops working on both within 1 s", async () => {
     const { b } = await pair();
     const victim = await h.rootKey(["apis.*.read_api"]);

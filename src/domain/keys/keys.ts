@@ -17,7 +17,7 @@ import {
 } from "../../storage/relations.js";
 import { isDuplicateKey, retryingDeadlocks, transaction } from "../../storage/sql.js";
 import { VaultUnavailableError } from "../../storage/vault.js";
-import { apiNotFound } from "../apis/apis.js";
+import { apiNotFound, cachedLiveApi } from "../apis/apis.js";
 import { apiPermission, holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { ID_PATTERN, limits } from "../limits.js";
@@ -55,7 +55,7 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
 
   requireAny(p, apiPermission(input.apiId, "create_key"));
   if (input.recoverable) requireAny(p, apiPermission(input.apiId, "encrypt_key"));
-  const api = await findLiveApi(deps.pool, p.workspaceId, input.apiId);
+  const api = await cachedLiveApi(deps, p.workspaceId, input.apiId);
   if (!api) throw apiNotFound();
   // An unknown role refuses the request before anything is written (the vault may create the workspace's data key).
   const roles = await findRoles(deps.pool, p.workspaceId, input.roles);
