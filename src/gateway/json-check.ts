@@ -11,6 +11,7 @@ import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { FieldError } from "../core/errors.js";
 import { limits } from "../domain/limits.js";
+import { isNullableWrapper } from "../services/field-rules.js";
 import { joinPath as join, locationOf, unknownFieldError } from "../transport/decode.js";
 
 /** Fields whose JSON null means "unset" (an unlimited credit balance). */
@@ -96,10 +97,6 @@ function checkScalar(t: ScalarType, v: Json): boolean {
       // JSON numbers beyond 2^53 have already lost precision in JSON.parse.
       return typeof v === "number" && Number.isSafeInteger(v);
   }
-}
-
-function isNullableWrapper(desc: DescMessage): boolean {
-  return desc.typeName.startsWith("keyhold.v2.Nullable");
 }
 
 interface Plan {

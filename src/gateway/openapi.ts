@@ -15,7 +15,7 @@ import { raises } from "../../gen/keyhold/v2/errors_pb.js";
 import type { ErrorCode } from "../core/errors.js";
 import { limits } from "../domain/limits.js";
 import { catalog, docsUrl } from "../errors/catalog.js";
-import { type FieldRule, fieldRule } from "../services/field-rules.js";
+import { type FieldRule, fieldRule, isNullableWrapper } from "../services/field-rules.js";
 import { isReadOnly, KEY_FORMAT } from "../services/idempotency.js";
 import type { ServiceEntry } from "../services/types.js";
 import { checkBody } from "./json-check.js";
@@ -43,7 +43,7 @@ const stringSchema = (r: FieldRule): Schema => ({
 /** A JSON object field (meta), set directly or through its update's Nullable wrapper. */
 function isStruct(f: DescField): boolean {
   if (f.fieldKind !== "message") return false;
-  const m = f.message.typeName.startsWith("keyhold.v2.Nullable") ? f.message.fields.find((x) => x.name === "value") : f;
+  const m = isNullableWrapper(f.message) ? f.message.fields.find((x) => x.name === "value") : f;
   return m?.fieldKind === "message" && m.message.typeName === "google.protobuf.Struct";
 }
 
@@ -183,7 +183,7 @@ class Builder {
   private inputMessage(m: DescMessage): Schema {
     if (m.typeName === "google.protobuf.Struct") return { type: "object" };
     if (m.typeName === "google.protobuf.Value") return {};
-    if (m.typeName.startsWith("keyhold.v2.Nullable")) {
+    if (isNullableWrapper(m)) {
       const inner = m.fields.find((x) => x.name === "value");
       return inner === undefined ? {} : this.inputField(inner, undefined);
     }

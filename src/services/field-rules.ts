@@ -51,7 +51,8 @@ const RULES_OF: Record<string, string> = {
   "keyhold.v2.UpdateKeyCredits.remaining": "keyhold.v2.KeyCredits.remaining",
 };
 
-const isWrapper = (m: DescMessage): boolean => m.typeName.startsWith("keyhold.v2.Nullable");
+/** An update field that takes a value or null (`keyhold.v2.Nullable*`, one field `value`). */
+export const isNullableWrapper = (m: DescMessage): boolean => m.typeName.startsWith("keyhold.v2.Nullable");
 
 // ---- reading the annotations ----
 
@@ -297,8 +298,8 @@ function compile(desc: DescMessage): Check | null {
         });
       }
     } else if (f.fieldKind === "message") {
-      if (fieldRule(f) !== undefined && !isWrapper(f.message)) unsupported(`${desc.typeName}.${f.name}`, "rules on a message field");
-      if (isWrapper(f.message)) {
+      if (fieldRule(f) !== undefined && !isNullableWrapper(f.message)) unsupported(`${desc.typeName}.${f.name}`, "rules on a message field");
+      if (isNullableWrapper(f.message)) {
         // The wrapper's value is checked with the rules of the field it sets, under the field's own name.
         const valueField = f.message.fields.find((x) => x.name === "value");
         const rule = fieldRule(f);
