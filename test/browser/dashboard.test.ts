@@ -22,6 +22,12 @@ import { browserTestsRun, openWatchedPage, requireChromium } from "./chromium.js
 
 const RESULTS = path.join(ROOT, "test-results");
 const PASSWORD = "a long enough dashboard passphrase";
+/**
+ * How long a poll waits for the page to show a server's answer. vitest's default
+ * (1 s) was too short in CI, where this file runs beside 264 others on 2 cores:
+ * "Disable key" once took longer than that to show "Disabled".
+ */
+const UI = { timeout: 10_000 };
 
 /** Runs `keyhold admin create` with the password piped in. */
 function createOperator(databaseUrl: string, email: string, workspace: string): Promise<{ code: number | null; stderr: string }> {
@@ -156,7 +162,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByLabel("Workspace name").fill(workspaceName);
     await page.getByRole("button", { name: "Create workspace" }).click();
     await page.getByRole("heading", { name: "APIs", level: 1 }).waitFor();
-    await expect.poll(() => page.locator(".switcher select option:checked").textContent()).toBe(workspaceName);
+    await expect.poll(() => page.locator(".switcher select option:checked").textContent(), UI).toBe(workspaceName);
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workspaces" }).click();
     await page
       .getByRole("row", { name: new RegExp(workspaceName) })
@@ -216,14 +222,14 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "APIs" }).click();
     await page.getByRole("link", { name: "e2e-api" }).click();
     await page.getByRole("heading", { name: "e2e-api", level: 1 }).waitFor();
-    await expect.poll(() => page.locator("tbody tr").count()).toBe(2);
+    await expect.poll(() => page.locator("tbody tr").count(), UI).toBe(2);
     await page.getByLabel("Search keys").fill("user_e2e");
-    await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
+    await expect.poll(() => page.locator("tbody tr").count(), UI).toBe(1);
     await page.getByLabel("Search keys").fill("no such key");
     await page.getByText("No key matches").waitFor();
     await page.getByLabel("Search keys").fill(keyId.slice(-6));
     await page.getByRole("link", { name: keyId }).waitFor();
-    await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
+    await expect.poll(() => page.locator("tbody tr").count(), UI).toBe(1);
     await shot("api");
     await page.getByRole("link", { name: keyId }).click();
     await page.getByRole("heading", { name: `Key ${keyId}` }).waitFor();
@@ -233,7 +239,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
 
   it("disables the key: a verification then says DISABLED", async () => {
     await page.getByRole("button", { name: "Disable key" }).click();
-    await expect.poll(() => page.getByTestId("key-status").textContent()).toBe("Disabled");
+    await expect.poll(() => page.getByTestId("key-status").textContent(), UI).toBe("Disabled");
     await page.getByRole("button", { name: "Enable key" }).waitFor();
     const res = await v2("keys.verifyKey", { key });
     expect(res.valid).toBe(false);
@@ -243,7 +249,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
   it("updates the key's credits", async () => {
     await page.getByRole("textbox", { name: /^Credits\b/ }).fill("250");
     await page.getByRole("button", { name: "Update credits" }).click();
-    await expect.poll(() => page.getByTestId("key-credits").textContent()).toBe("250");
+    await expect.poll(() => page.getByTestId("key-credits").textContent(), UI).toBe("250");
   });
 
   it("shows the key's usage moving as verifications are counted", { timeout: 60_000 }, async () => {
@@ -284,10 +290,10 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.unroute("**/keyhold.dashboard.v1.DashboardService/ListApis");
     await row.getByRole("button", { name: "Delete" }).click();
     // Asking moves the focus to the confirming button, so Enter confirms and Tab reaches Cancel.
-    await expect.poll(() => page.evaluate("document.activeElement.textContent")).toBe("Yes, delete");
+    await expect.poll(() => page.evaluate("document.activeElement.textContent"), UI).toBe("Yes, delete");
     await shot("apis");
     await page.keyboard.press("Escape");
-    await expect.poll(() => page.evaluate("document.activeElement.textContent")).toBe("Delete");
+    await expect.poll(() => page.evaluate("document.activeElement.textContent"), UI).toBe("Delete");
     await page.keyboard.press("Enter");
     await row.getByRole("button", { name: "Cancel" }).click();
     await row.getByRole("button", { name: "Delete" }).click();
@@ -307,7 +313,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await row.getByText('{"plan":"pro"}').waitFor();
     await page.getByLabel("Search identities").fill("acme");
     await page.getByRole("button", { name: "Search", exact: true }).click();
-    await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
+    await expect.poll(() => page.locator("tbody tr").count(), UI).toBe(1);
     await row.getByRole("button", { name: "Edit meta" }).click();
     await row.getByLabel("Meta of acme_corp").fill('{"plan":"team"}');
     await row.getByRole("button", { name: "Save meta" }).click();
@@ -366,7 +372,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await nsRow.getByRole("button", { name: "Cancel" }).click();
     await nsRow.getByRole("button", { name: "Delete" }).click();
     await nsRow.getByRole("button", { name: "Yes, delete" }).click();
-    await expect.poll(() => nsRow.count()).toBe(0);
+    await expect.poll(() => nsRow.count(), UI).toBe(0);
     await page.getByRole("link", { name: namespace }).waitFor();
     const gone = await fetch(`${server.url}/v2/ratelimit.limit`, {
       method: "POST",
