@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { base58Of16, type IdPrefix, newId } from "./ids.js";
+import { base58Of16, type IdPrefix, newId, requestId } from "./ids.js";
 
 const prefixes: IdPrefix[] = ["key", "api", "ks", "id", "perm", "role", "rl", "rlns", "rlor", "ws", "req", "dek", "mig"];
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
@@ -79,5 +79,15 @@ describe("newId", () => {
     const after = newId("key", Date.now() + 1);
     expect(byteOrder(before, id)).toBeLessThan(0);
     expect(byteOrder(id, after)).toBeLessThan(0);
+  });
+});
+
+describe("requestId", () => {
+  it("is `req_` + 22 base58 characters, unique across many heads", () => {
+    // 20,000 ids span 6 heads of 3,364.
+    const ids = Array.from({ length: 20_000 }, requestId);
+    for (const id of ids) expect(id).toMatch(/^req_[1-9A-HJ-NP-Za-km-z]{22}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(new Set(ids.map((id) => id.slice(0, -2))).size).toBeGreaterThanOrEqual(6);
   });
 });

@@ -64,3 +64,18 @@ function base58OfLimbs(): string {
   }
   return out;
 }
+
+// Request ids have the same shape, but one is made for every request: a fresh
+// id's first 20 digits serve 3,364 requests, each ending in its own 2 digits.
+// A new id's division was ~0.9 µs of a hot verification's ~24 µs of CPU here.
+let head = "";
+let served = PAIRS.length;
+
+/** `req_` + 22 base58 digits, unique (20 digits of a fresh id, then a counter's 2). */
+export function requestId(): string {
+  if (served === PAIRS.length) {
+    head = newId("req").slice(0, -2);
+    served = 0;
+  }
+  return head + (PAIRS[served++] as string);
+}

@@ -13,7 +13,7 @@ import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { AppError, invalidInput } from "../core/errors.js";
-import { newId } from "../core/ids.js";
+import { requestId as newRequestId } from "../core/ids.js";
 import { authenticate } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { catalog, toConnectError } from "../errors/catalog.js";
@@ -138,7 +138,7 @@ function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<strin
   return (descriptor, next) => {
     const operation = operations.get(descriptor.path);
     if (operation === undefined) return new grpc.ServerInterceptingCall(next);
-    const requestId = newId("req");
+    const requestId = newRequestId();
     const started = performance.now();
     const prepared: Prepared = { requestId, caller: { error: undefined }, handling: false };
     let recorded = false;
@@ -348,7 +348,8 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
     server,
     (path) => operations.has(path) || path.startsWith("/grpc.health.v1.Health/"),
     // Classed as a 404 would be on the JSON door (info), not as the 501 UNIMPLEMENTED stands for.
-    () => recordRequest(deps.log, metrics, { door: "grpc", operation: "unmatched", requestId: newId("req"), status: "UNIMPLEMENTED", httpStatus: 404, ms: 0 }),
+    () =>
+      recordRequest(deps.log, metrics, { door: "grpc", operation: "unmatched", requestId: newRequestId(), status: "UNIMPLEMENTED", httpStatus: 404, ms: 0 }),
   );
   return {
     port: bound,

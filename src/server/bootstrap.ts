@@ -5,7 +5,7 @@ import { type OutgoingHttpHeaders, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { AppError, type ErrorCode } from "../core/errors.js";
-import { newId } from "../core/ids.js";
+import { newId, requestId } from "../core/ids.js";
 import { authenticate } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import { catalog, errorBody } from "../errors/catalog.js";
@@ -84,7 +84,7 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
     bodyLimit: config.bodyLimitBytes,
     // Off unless TRUST_PROXY says whose X-Forwarded-For/-Proto to believe (req.ip, req.protocol).
     trustProxy: typeof config.trustProxy === "number" ? trustHops(config.trustProxy) : config.trustProxy,
-    genReqId: () => newId("req"),
+    genReqId: requestId,
     // Per-request logs (and a child logger per request) would cost the hot path;
     // errors are logged with their request id explicitly.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
