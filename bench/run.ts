@@ -2,6 +2,9 @@
 // same run, and prints each figure as a ratio to its baseline:
 //   A  a bare Fastify JSON route            (for the JSON endpoints)
 //   B  a bare @grpc/grpc-js unary handler   (for verifyKey over gRPC, loaded by h2load)
+// and, measured like a scenario against A, the floor (bench/floor-http.ts): a
+// Fastify route doing only what a hot verifyKey cannot avoid. It is not keyhold;
+// it splits verifyJson's distance to A into the stack's share and keyhold's own.
 // Every server runs pinned to CPU 0 and every load generator to CPU 1 (when
 // `taskset` exists). All servers stay up for the whole run; only one is loaded at
 // a time. Each scenario is measured between two measurements of its baseline
@@ -38,9 +41,9 @@ interface Server {
   pid: number;
 }
 
-function startProcess(script: string): Promise<Server & { port: number }> {
+function startProcess(script: string, env: Record<string, string> = {}): Promise<Server & { port: number }> {
   const [cmd, args] = pinned(0, process.execPath, [script]);
-  const child = spawn(cmd, args, { env: process.env, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let buf = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -62,6 +65,8 @@ interface Scenario {
   load: (seconds: number) => ReturnType<Load>;
   /** Targets of issue 14: median ratio to the baseline, server CPU ratio, or keys/s. */
   target: { ratio?: number; cpuRatio?: number; rps?: number };
+  /** Not keyhold (the floor): measured and printed like a scenario, never profiled, no target. */
+  reference?: true;
 }
 
 interface Measurement extends Figure {
@@ -144,11 +149,22 @@ async function main() {
     const linked = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", externalId: "bench_user" }, rk)).key as string;
     const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 });
     if (!(await grpcVerifyOnce(k.grpcPort, plain, auth))) throw new Error("keyhold's gRPC door did not answer VALID for the bench key");
+    const floor = await startProcess(path.join(here, "floor-http.js"), { ROOT_KEY: rk, KEY: plain });
+    servers.push(floor.child);
 
     const json = (base: () => string, op: string, body: string) => (seconds: number) =>
       autocannon({ url: `${base()}/v2/${op}`, body, auth, connections: CONNECTIONS }, seconds);
     const kServer = () => asServer(k);
     const scenarios: Scenario[] = [
+      {
+        name: "floorJson",
+        what: "the floor: a Fastify route doing only what a hot verifyKey cannot avoid (not keyhold)",
+        baseline: "A",
+        server: () => floor,
+        load: json(() => `http://127.0.0.1:${floor.port}`, "keys.verifyKey", JSON.stringify({ key: plain })),
+        target: {},
+        reference: true,
+      },
       {
         name: "verifyJson",
         what: "verifyKey, JSON, hot key without limits",
@@ -371,7 +387,7 @@ async function main() {
         p99: median(ms.map((m) => m.p99)),
         errors: ms.reduce((n, m) => n + m.errors + m.non2xx, 0),
         target: s.target,
-        met,
+        ...(s.reference ? { reference: true } : { met }),
       };
     }
     const report = {
@@ -421,7 +437,7 @@ async function main() {
         .filter(Boolean)
         .join(", ");
       console.log(
-        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${want} ${r.met ? "met" : "MISSED"}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
+        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${s.reference ? "reference, not keyhold" : `${want} ${r.met ? "met" : "MISSED"}`}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
       );
     }
     for (const [where, e] of Object.entries(exactness)) {
@@ -438,7 +454,7 @@ async function main() {
       fs.mkdirSync(dir, { recursive: true });
       await stop(k.child);
       if (kr !== undefined) await stop(kr.child);
-      for (const s of scenarios) {
+      for (const s of scenarios.filter((x) => !x.reference)) {
         const profDir = path.join(dir, `${s.name}.raw`);
         const env = { DATABASE_URL, REDIS_URL: s.name.endsWith("Redis") ? REDIS_URL : "" };
         const p = await startKeyhold(env, 0, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
