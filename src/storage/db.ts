@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import path from "node:path";
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from "mysql2/promise";
 import { migrationsDir } from "../paths.js";
+import { retryingDeadlocks } from "./sql.js";
 
 export type { Pool };
 
@@ -173,18 +174,61 @@ function pick(o: Partial<PoolOptions>): Partial<PoolOptions> {
   return { supportBigNumbers, bigNumberStrings, dateStrings, charset, timezone } as Partial<PoolOptions>;
 }
 
+/** MySQL errors a migration statement gives when what it makes is already there. */
+const ALREADY_THERE: Record<number, string> = {
+  1050: "table exists",
+  1060: "column exists",
+  1061: "index exists",
+  1826: "foreign key exists",
+};
+
+/** How long a migration lease lasts without being renewed, and how often its holder renews it. */
+export const MIGRATION_LEASE = { ttlMs: 60_000, renewMs: 10_000, pollMs: 250, waitMs: 120_000 };
+
+const MIGRATION_LOCK_TABLE =
+  "CREATE TABLE IF NOT EXISTS schema_migration_lock (id TINYINT NOT NULL PRIMARY KEY, holder VARCHAR(64) NULL, expires_at_m BIGINT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+const NOW_M = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+
 /**
  * Applies the versioned SQL files in src/storage/migrations in order, each once.
- * A named lock keeps two processes (server and CLI) from migrating at once.
+ *
+ * One process migrates at a time, across every node of a multi-primary cluster
+ * too: the lock is a lease row (`schema_migration_lock`), taken by a conditional
+ * UPDATE. GET_LOCK() would lock one Galera node only; two UPDATEs of the same row
+ * on two nodes cannot both commit (one fails certification, which reads as a
+ * deadlock and means "not taken"). The holder renews the lease while it works;
+ * one that dies loses it after MIGRATION_LEASE.ttlMs. A statement whose object is
+ * already there (a migration that ran but was not recorded, as when its process
+ * died in between) counts as applied.
  */
-export async function migrate(pool: Pool, log: Log): Promise<string[]> {
+export async function migrate(pool: Pool, log: Log, lease = MIGRATION_LEASE): Promise<string[]> {
   const conn = await pool.getConnection();
   const applied: string[] = [];
+  const holder = `${process.pid}-${Math.random().toString(36).slice(2, 12)}`;
   // Waiting for another process's migration, or a long ALTER, is not a hung database.
   unbounded.add(core(conn));
+  let renewing: NodeJS.Timeout | undefined;
+  let lost = false;
   try {
-    const [lockRows] = await conn.query("SELECT GET_LOCK('keyhold_migrations', 120) AS got");
-    if ((lockRows as Array<{ got: number }>)[0]?.got !== 1) throw new Error("timed out waiting for the migration lock");
+    // On a Galera node, reads wait until this node has applied what other nodes committed
+    // (the other process's migrations and lease); elsewhere the variable does not exist.
+    await conn.query("SET SESSION wsrep_sync_wait = 1").catch(() => undefined);
+    await retryingDeadlocks(() => conn.query(MIGRATION_LOCK_TABLE));
+    await retryingDeadlocks(() => conn.query("INSERT IGNORE INTO schema_migration_lock (id, holder, expires_at_m) VALUES (1, NULL, 0)"));
+    const deadline = Date.now() + lease.waitMs;
+    for (;;) {
+      if (await takeLease(conn, holder, lease.ttlMs)) break;
+      if (Date.now() > deadline) throw new Error("timed out waiting for the migration lock (table schema_migration_lock)");
+      await new Promise((r) => setTimeout(r, lease.pollMs));
+    }
+    renewing = setInterval(() => {
+      void pool
+        .query(`UPDATE schema_migration_lock SET expires_at_m = ${NOW_M} + ? WHERE id = 1 AND holder = ?`, [lease.ttlMs, holder])
+        .then(([r]) => {
+          if ((r as { affectedRows: number }).affectedRows !== 1) lost = true;
+        })
+        .catch(() => undefined);
+    }, lease.renewMs);
     try {
       await conn.query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(128) NOT NULL PRIMARY KEY, applied_at_m BIGINT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
@@ -198,21 +242,44 @@ export async function migrate(pool: Pool, log: Log): Promise<string[]> {
       for (const file of files) {
         const version = file.replace(/\.sql$/, "");
         if (done.has(version)) continue;
+        if (lost) throw new Error("lost the migration lock (its lease ran out); another process may be migrating");
         log(`applying migration ${version}`);
         for (const statement of splitStatements(fs.readFileSync(path.join(migrationsDir, file), "utf8"))) {
-          await conn.query(statement);
+          try {
+            await conn.query(statement);
+          } catch (err) {
+            const already = ALREADY_THERE[(err as { errno?: number }).errno ?? 0];
+            if (already === undefined) throw err;
+            log(`migration ${version}: ${already}, taken as applied (${(err as Error).message})`);
+          }
         }
         await conn.query("INSERT INTO schema_migrations (version, applied_at_m) VALUES (?, ?)", [version, Date.now()]);
         applied.push(version);
       }
     } finally {
-      await conn.query("SELECT RELEASE_LOCK('keyhold_migrations')").catch(() => undefined);
+      clearInterval(renewing);
+      await conn.query("UPDATE schema_migration_lock SET holder = NULL, expires_at_m = 0 WHERE id = 1 AND holder = ?", [holder]).catch(() => undefined);
     }
   } finally {
+    clearInterval(renewing);
     unbounded.delete(core(conn));
     conn.release();
   }
   return applied;
+}
+
+/** Takes the migration lease when it is free or ran out; false when another holds it (or took it in the same instant on another node). */
+async function takeLease(conn: PoolConnection, holder: string, ttlMs: number): Promise<boolean> {
+  try {
+    const [r] = await conn.query(
+      `UPDATE schema_migration_lock SET holder = ?, expires_at_m = ${NOW_M} + ? WHERE id = 1 AND (holder IS NULL OR expires_at_m < ${NOW_M})`,
+      [holder, ttlMs],
+    );
+    return (r as { affectedRows: number }).affectedRows === 1;
+  } catch (err) {
+    if ((err as { code?: string }).code === "ER_LOCK_DEADLOCK") return false;
+    throw err;
+  }
 }
 
 /** Splits a migration file on `;` at line ends, dropping `--` comment lines. */
