@@ -1,5 +1,5 @@
 import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../core/records.js";
-import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
+import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows, transaction } from "./sql.js";
 
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
   k.identity_id, k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,
@@ -240,11 +240,10 @@ export async function searchLiveKeys(
  * back in the same statement on MySQL and MariaDB alike.
  */
 export async function spendCredits(db: Queryable, keyId: string, cost: number): Promise<{ ok: boolean; remaining: number | undefined }> {
-  const r = await exec(db, "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?", [
-    cost,
-    keyId,
-    cost,
-  ]);
+  // A deadlock or certification conflict rolled the statement back: running it again is safe.
+  const r = await retryingDeadlocks(() =>
+    exec(db, "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?", [cost, keyId, cost]),
+  );
   if (r.affectedRows === 1) return { ok: true, remaining: Number(r.insertId) };
   const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
   return { ok: false, remaining: optNum(cur?.remaining_requests) };
@@ -262,13 +261,15 @@ export async function readCredits(db: Queryable, keyId: string): Promise<number 
  * repeated calls in the same period do nothing more.
  */
 export async function applyRefill(db: Queryable, keyId: string, periodStart: number, now: number): Promise<void> {
-  await exec(
-    db,
-    `UPDATE \`keys\` SET remaining_requests = IF(remaining_requests < refill_amount, refill_amount, remaining_requests),
+  await retryingDeadlocks(() =>
+    exec(
+      db,
+      `UPDATE \`keys\` SET remaining_requests = IF(remaining_requests < refill_amount, refill_amount, remaining_requests),
         last_refill_at_m = ?
       WHERE id = ? AND refill_amount IS NOT NULL AND remaining_requests IS NOT NULL
         AND (last_refill_at_m IS NULL OR last_refill_at_m < ?)`,
-    [now, keyId, periodStart],
+      [now, keyId, periodStart],
+    ),
   );
 }
 
@@ -294,21 +295,19 @@ async function touchChunk(db: Queryable, ids: string[], used: Map<string, number
  * Spends a batch one cost at a time under a row lock: each either fits what is
  * left (and is spent) or is refused whole. Returns, per cost, whether it was
  * spent and the balance after it; `unlimited` when the key has no balance.
+ * A deadlock, or on a Galera cluster a certification conflict with a spend
+ * committed through another node (reported as a deadlock at commit), rolls the
+ * whole batch back, so it is decided again from the committed balance.
  */
 export async function spendEach(
   pool: import("mysql2/promise").Pool,
   keyId: string,
   costs: readonly number[],
 ): Promise<{ unlimited: boolean; results: Array<{ ok: boolean; remaining: number }> }> {
-  const conn = await pool.getConnection();
-  try {
-    await conn.beginTransaction();
+  return transaction(pool, async (conn) => {
     const r = await one(conn, "SELECT remaining_requests FROM `keys` WHERE id = ? FOR UPDATE", [keyId]);
     const start = optNum(r?.remaining_requests);
-    if (start === undefined) {
-      await conn.commit();
-      return { unlimited: true, results: [] };
-    }
+    if (start === undefined) return { unlimited: true, results: [] };
     let left = start;
     const results = costs.map((c) => {
       if (c <= left) {
@@ -318,14 +317,8 @@ export async function spendEach(
       return { ok: false, remaining: left };
     });
     if (left !== start) await exec(conn, "UPDATE `keys` SET remaining_requests = ? WHERE id = ?", [left, keyId]);
-    await conn.commit();
     return { unlimited: false, results };
-  } catch (err) {
-    await conn.rollback().catch(() => undefined);
-    throw err;
-  } finally {
-    conn.release();
-  }
+  });
 }
 
 /** Takes the key row's lock for the rest of the transaction, so concurrent changes of one key apply one after the other. */
