@@ -1,0 +1,79 @@
+// keyhold on a 3-node MariaDB Galera cluster (npm run cluster): instances on
+// different nodes, started together on a fresh database, share one set of keys.
+// Run by `npm run test:cluster`, which starts the cluster and passes its nodes in
+// KEYHOLD_CLUSTER (the JSON line of `npm run cluster -- status`).
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, type ServerProcess, startServer } from "../server-process.js";
+
+const cluster = JSON.parse(process.env.KEYHOLD_CLUSTER ?? "null") as { galeraUrls: string[] } | null;
+if (cluster === null) throw new Error("KEYHOLD_CLUSTER is not set: run these with `npm run test:cluster`");
+const database = `keyhold_cluster_${Date.now()}`;
+const onNode = (i: number) => {
+  const u = new URL(cluster.galeraUrls[i] as string);
+  u.pathname = `/${database}`;
+  return u.toString();
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies
+async function post(s: ServerProcess, op: string, body: unknown, rk: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${s.url}/v2/${op}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${rk}` },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+describe("two instances on two Galera nodes", () => {
+  let a: ServerProcess;
+  let b: ServerProcess;
+  let rk: string;
+  let apiId: string;
+
+  beforeAll(async () => {
+    // At the same moment, on a database that does not exist yet: both migrate it, one at a time.
+    [a, b] = await Promise.all([startServer(onNode(0), {}, 90_000), startServer(onNode(1), {}, 90_000)]);
+    const out = execFileSync(process.execPath, [path.join(ROOT, "bin", "keyhold.js"), "root-key", "create", "--workspace", "cluster", "--permissions", "*"], {
+      env: { ...process.env, DATABASE_URL: onNode(2) },
+    }).toString();
+    rk = (JSON.parse(out.trim().split("\n").pop() as string) as { rootKey: string }).rootKey;
+    // The root key was written through node 3; the instances read through nodes 1 and 2.
+    const created = await post(a, "apis.createApi", { name: "cluster" }, rk);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    apiId = created.body.data.apiId;
+  });
+
+  afterAll(async () => {
+    await a?.kill();
+    await b?.kill();
+  });
+
+  it("both started on the fresh database, and the schema was migrated once", async () => {
+    expect(a.output()).not.toMatch(/Duplicate column|could not start/);
+    expect(b.output()).not.toMatch(/Duplicate column|could not start/);
+  });
+
+  it("300 parallel verifications of a key with 100 credits, alternating between the nodes: exactly 100 VALID, no error", async () => {
+    const k = (await post(a, "keys.createKey", { apiId, credits: { remaining: 100 } }, rk)).body.data;
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => post(i % 2 === 0 ? a : b, "keys.verifyKey", { key: k.key }, rk)));
+    expect(results.filter((r) => r.status !== 200).map((r) => r.body)).toEqual([]);
+    expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(100);
+    expect(results.filter((r) => r.body.data.code === "USAGE_EXCEEDED")).toHaveLength(200);
+    expect((await post(b, "keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(0);
+  });
+
+  it("a key created through one node verifies through the other at once, and disabling it is seen there within 1 s", async () => {
+    const k = (await post(a, "keys.createKey", { apiId }, rk)).body.data;
+    expect((await post(b, "keys.verifyKey", { key: k.key }, rk)).body.data.code).toBe("VALID");
+    expect((await post(a, "keys.updateKey", { keyId: k.keyId, enabled: false }, rk)).status).toBe(200);
+    const start = Date.now();
+    let code = "VALID";
+    while (code === "VALID" && Date.now() - start < 1_000) {
+      code = (await post(b, "keys.verifyKey", { key: k.key }, rk)).body.data.code;
+      if (code === "VALID") await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(code).toBe("DISABLED");
+  });
+});
