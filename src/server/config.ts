@@ -2,6 +2,7 @@
 // value gets its own clear message; all of them are reported together.
 
 import { isIP } from "node:net";
+import { parseDatabaseUrl } from "../storage/db.js";
 export interface Config {
   databaseUrl: string | undefined;
   host: string;
@@ -90,13 +91,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
   let databaseUrl = env.DATABASE_URL;
   if (databaseUrl === "") databaseUrl = undefined;
   if (databaseUrl !== undefined) {
-    try {
-      const u = new URL(databaseUrl);
-      if (u.protocol !== "mysql:" && u.protocol !== "mariadb:") {
-        problems.push(`DATABASE_URL must start with mysql:// (got ${u.protocol}//)`);
+    // One host, or the nodes of a cluster separated by commas (storage/db.ts, parseDatabaseUrl).
+    const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(databaseUrl)?.[1]?.toLowerCase();
+    if (scheme !== undefined && scheme !== "mysql" && scheme !== "mariadb") {
+      problems.push(`DATABASE_URL must start with mysql:// (got ${scheme}://)`);
+    } else {
+      try {
+        parseDatabaseUrl(databaseUrl);
+      } catch {
+        problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:3306/database, or host1:3306,host2:3306 for a cluster's nodes)");
       }
-    } catch {
-      problems.push("DATABASE_URL is not a URL (expected mysql://user:password@host:3306/database)");
     }
   }
 

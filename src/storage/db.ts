@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import path from "node:path";
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from "mysql2/promise";
 import { migrationsDir } from "../paths.js";
-import { retryingDeadlocks } from "./sql.js";
+import { isDatabaseUnavailable, retryingDeadlocks } from "./sql.js";
 
 export type { Pool };
 
@@ -75,61 +75,156 @@ function quoteIdent(name: string): string {
  */
 export type DatabaseTarget = string | { socketPath: string; description: string; stop(): Promise<void> };
 
+/** A DATABASE_URL taken apart: one or more `host:port`, separated by commas, for the nodes of a cluster. */
+export interface ParsedDatabaseUrl {
+  hosts: Array<{ host: string; port: number }>;
+  user: string;
+  password: string;
+  database: string;
+  socketPath?: string;
+}
+
+/**
+ * Parses `mysql://user:password@host1:3306,host2:3306/database?socketPath=…`.
+ * WHATWG URLs take one host, so the host list is cut out first and each host is
+ * parsed on its own. Throws on anything else.
+ */
+export function parseDatabaseUrl(url: string): ParsedDatabaseUrl {
+  const m = /^(mysql|mariadb):\/\/(?:([^@/?#]*)@)?([^/?#]*)([/?#].*)?$/.exec(url);
+  if (m === null) throw new Error("expected mysql://user:password@host:3306/database");
+  const [, scheme, auth, hostList, rest = ""] = m;
+  const hosts = (hostList ?? "").split(",").map((h) => {
+    const u = new URL(`${scheme}://${h}`);
+    if (h !== "" && u.hostname === "") throw new Error(`cannot read host ${JSON.stringify(h)}`);
+    return { host: u.hostname.replace(/^\[(.*)\]$/, "$1") || "127.0.0.1", port: u.port ? Number(u.port) : 3306 };
+  });
+  const u = new URL(`${scheme}://${auth === undefined ? "" : `${auth}@`}placeholder${rest}`);
+  const socketPath = u.searchParams.get("socketPath") ?? u.searchParams.get("socket") ?? undefined;
+  return {
+    hosts,
+    user: decodeURIComponent(u.username) || "root",
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.replace(/^\//, "")) || DEFAULT_DB,
+    ...(socketPath ? { socketPath } : {}),
+  };
+}
+
 /** Connects to the target. Creates the database when missing. */
-export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): Promise<Database> {
+export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS, log: Log = () => undefined): Promise<Database> {
   let server: { stop(): Promise<void> } | undefined;
-  let base: PoolOptions;
+  let bases: PoolOptions[];
   let database: string;
   let description: string;
   if (typeof target === "string") {
-    const u = new URL(target);
-    database = decodeURIComponent(u.pathname.replace(/^\//, "")) || DEFAULT_DB;
-    base = {
-      host: u.hostname || "127.0.0.1",
-      port: u.port ? Number(u.port) : 3306,
-      user: decodeURIComponent(u.username) || "root",
-      password: decodeURIComponent(u.password),
-    };
-    const socket = u.searchParams.get("socketPath") ?? u.searchParams.get("socket");
-    if (socket) base.socketPath = socket;
-    description = `mysql://${base.user}@${socket ?? `${base.host}:${base.port}`}/${database}`;
+    const p = parseDatabaseUrl(target);
+    database = p.database;
+    bases = p.hosts.map(({ host, port }) => ({ host, port, user: p.user, password: p.password, ...(p.socketPath ? { socketPath: p.socketPath } : {}) }));
+    description = `mysql://${p.user}@${p.socketPath ?? p.hosts.map((h) => `${h.host}:${h.port}`).join(",")}/${database}`;
   } else {
     server = target;
     database = DEFAULT_DB;
-    base = { socketPath: target.socketPath, user: "root" };
+    bases = [{ socketPath: target.socketPath, user: "root" }];
     description = `${target.description}/${database}`;
   }
-  try {
-    const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: timeouts.connectTimeoutMs });
+  // Any node that answers creates the database (on a cluster it is replicated to the others).
+  let created = false;
+  let lastError: unknown;
+  for (const base of bases) {
     try {
-      await admin.query(`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-    } finally {
-      await admin.end();
+      const admin = await mysql.createConnection({ ...base, ...pick(common), connectTimeout: timeouts.connectTimeoutMs });
+      try {
+        await admin.query(`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+        created = true;
+        break;
+      } finally {
+        await admin.end();
+      }
+    } catch (err) {
+      lastError = err;
     }
-  } catch (err) {
-    await server?.stop();
-    throw new Error(`cannot reach the database at ${description}: ${(err as Error).message}`);
   }
-  const pool = mysql.createPool({ ...common, ...base, database, connectTimeout: timeouts.connectTimeoutMs });
-  const open = new Set<CoreConnection>();
+  if (!created) {
+    await server?.stop();
+    throw new Error(`cannot reach the database at ${description}: ${(lastError as Error).message}`);
+  }
   // A statement waiting for a row lock fails as a lock wait (a 503) well before the
   // watchdog would take it for a silent database and drop the pool's connections.
   const lockWaitSeconds = Math.max(1, Math.floor(timeouts.queryTimeoutMs / 2_000));
-  pool.on("connection", (conn) => {
-    watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs);
-    (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(
-      `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`,
-      () => undefined,
-    );
+  const pools = bases.map((base) => {
+    const pool = mysql.createPool({ ...common, ...base, database, connectTimeout: timeouts.connectTimeoutMs });
+    // Per node: a silent node's connections are dropped, not the other nodes'.
+    const open = new Set<CoreConnection>();
+    pool.on("connection", (conn) => {
+      watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs);
+      (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(
+        `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`,
+        () => undefined,
+      );
+    });
+    return pool;
   });
+  const hostNames = bases.map((b) => b.socketPath ?? `${b.host}:${b.port}`);
+  const pool = pools.length === 1 ? (pools[0] as Pool) : failoverPool(pools, hostNames, log);
   return {
     pool,
     description,
     async close() {
-      await pool.end().catch(() => undefined);
+      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
       await server?.stop();
     },
   };
+}
+
+/** Errors that mean nothing reached the server: the statement can go to another node as it is. */
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "ER_CON_COUNT_ERROR"]);
+/** A Galera node out of the primary component refuses statements until it rejoins (ER_UNKNOWN_COM_ERROR: "WSREP has not yet prepared node"). */
+const NODE_NOT_READY = 1047;
+
+/**
+ * One pool per node of a cluster, used one at a time: statements go to the
+ * current node; when it cannot be reached (or is a Galera node out of the
+ * primary component), the next node becomes the current one. A statement that
+ * never reached the failed node is sent to the next node at once; one that may
+ * have run there (the connection broke during it) fails as unavailable (a 503),
+ * since running it again could apply it twice. The pool keeps mysql2's Pool
+ * interface, so nothing above the storage layer knows about nodes.
+ */
+function failoverPool(pools: Pool[], hosts: string[], log: Log): Pool {
+  let current = 0;
+  const down = (err: unknown): boolean => isDatabaseUnavailable(err) || (err as { errno?: number }).errno === NODE_NOT_READY;
+  const notSent = (err: unknown): boolean => NOT_SENT.has(String((err as { code?: string }).code)) || (err as { errno?: number }).errno === NODE_NOT_READY;
+  const moveFrom = (i: number, err: unknown) => {
+    if (current !== i) return;
+    current = (i + 1) % pools.length;
+    log(`database node ${hosts[i]} failed (${(err as Error).message}); using ${hosts[current]}`);
+  };
+  const call =
+    (name: "query" | "execute" | "getConnection") =>
+    async (...args: unknown[]): Promise<unknown> => {
+      let lastErr: unknown;
+      // Each node at most once for a statement that reached none of them.
+      for (let tried = 0; tried < pools.length; tried++) {
+        const i = current;
+        try {
+          return await (pools[i] as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name]?.(...args);
+        } catch (err) {
+          lastErr = err;
+          if (!down(err)) throw err;
+          moveFrom(i, err);
+          if (!notSent(err)) throw err;
+        }
+      }
+      throw lastErr;
+    };
+  const wrapped = { query: call("query"), execute: call("execute"), getConnection: call("getConnection") } as Record<string, unknown>;
+  return new Proxy(pools[0] as Pool, {
+    get(_target, prop) {
+      if (typeof prop === "string" && prop in wrapped) return wrapped[prop];
+      const p = pools[current] as Pool;
+      const v = Reflect.get(p, prop, p);
+      return typeof v === "function" ? v.bind(p) : v;
+    },
+  });
 }
 
 /** The parts of mysql2's connection (below the promise wrapper) the watchdog needs. */
