@@ -6,6 +6,13 @@
 import { LRUCache } from "lru-cache";
 
 export const MISS = Symbol("miss");
+
+/**
+ * Invalidations remembered for reads in flight. A read that outlives this many
+ * later invalidations does not cache (it is read again next time): at 5,000
+ * createKey a second that is a read slower than about 0.8 s.
+ */
+const CHANGES_KEPT = 4_096;
 export type Cached<T> = T | typeof MISS;
 
 interface Entry<T> {
@@ -28,8 +35,21 @@ export class RecordCache<T extends object> {
   private readonly lru: LRUCache<string, Entry<T>>;
   private readonly misses: LRUCache<string, true>;
   private readonly tags = new Map<string, Set<string>>();
-  /** Bumped by every invalidation, so a load that raced one does not cache stale data. */
-  generation = 0;
+  /**
+   * Counts invalidations. A database read takes it (`version`) before it starts,
+   * and caches what it found only if nothing that could concern that record was
+   * invalidated meanwhile (`unchangedSince`): its hash, one of its tags, or
+   * everything. Other invalidations do not stop it. (A single counter for all of
+   * them did: under a steady stream of createKey, each of which forgets the new
+   * key's hash, a read of a cold key almost never finished without one, so the
+   * key was read from the database on every verification and, when the database
+   * then went away, there was no record held to answer with.)
+   */
+  private seq = 0;
+  /** Reads begun before this may not cache: what was invalidated then is no longer remembered. */
+  private floor = 0;
+  /** `h<hash>` or `t<tag>` -> the seq of its last invalidation, the last CHANGES_KEPT of them, oldest first. */
+  private readonly changed = new Map<string, number>();
   /**
    * While invalidations from other instances cannot be received, records are not
    * served from (or kept in) the cache: every read goes to the database.
@@ -98,15 +118,44 @@ export class RecordCache<T extends object> {
     this.misses.set(hash, true);
   }
 
+  /** What a database read takes before it starts, for `unchangedSince`. */
+  get version(): number {
+    return this.seq;
+  }
+
+  /**
+   * True when a read begun at `version` may cache what it found for this hash
+   * (a record with these tags, or a miss with none): neither the hash, nor one of
+   * the tags, nor the whole cache was invalidated since it began.
+   */
+  unchangedSince(version: number, hash: string, tags: readonly string[] = []): boolean {
+    if (version === this.seq) return true;
+    if (version < this.floor) return false;
+    if ((this.changed.get(`h${hash}`) ?? 0) > version) return false;
+    for (const t of tags) if ((this.changed.get(`t${t}`) ?? 0) > version) return false;
+    return true;
+  }
+
+  private noteChange(what: string): void {
+    this.seq++;
+    this.changed.delete(what);
+    this.changed.set(what, this.seq);
+    if (this.changed.size > CHANGES_KEPT) {
+      const [oldest, at] = this.changed.entries().next().value as [string, number];
+      this.changed.delete(oldest);
+      this.floor = at;
+    }
+  }
+
   delete(hash: string): void {
-    this.generation++;
+    this.noteChange(`h${hash}`);
     this.lru.delete(hash);
     this.misses.delete(hash);
   }
 
   /** Drops every record set with this tag (a key id, an API id, an identity id...). */
   deleteTag(tag: string): void {
-    this.generation++;
+    this.noteChange(`t${tag}`);
     const set = this.tags.get(tag);
     if (set === undefined) return;
     this.tags.delete(tag);
@@ -114,7 +163,9 @@ export class RecordCache<T extends object> {
   }
 
   clear(): void {
-    this.generation++;
+    this.seq++;
+    this.floor = this.seq;
+    this.changed.clear();
     this.lru.clear();
     this.misses.clear();
     this.tags.clear();

@@ -3,6 +3,7 @@
 // by the very next verification on this instance (docs/caching.md).
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
+import { keyRecordByHash } from "../../src/domain/keys/lookup.js";
 import { revokeRootKey } from "../../src/storage/root-keys.js";
 import { admin, createApi, createKey, expectError, expectOk, verifyKey } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
@@ -88,6 +89,61 @@ describe("verification cache", () => {
     expectError(h, await h.post("/v2/apis.getApi", { apiId }, rk), 401, "err:svc:authentication:key_not_found");
     // Other root keys are unaffected.
     expectOk(await h.post("/v2/apis.getApi", { apiId }, await admin(h)));
+  });
+
+  /** Resolves once the key loader's batch, scheduled by a lookup just made, has begun its database read. */
+  const readBegun = () => new Promise((r) => setImmediate(r));
+
+  it("a read of a cold key caches it although other keys' hashes were forgotten meanwhile (createKey does that)", async () => {
+    const apiId = await createApi(h);
+    const { keyId, key } = await createKey(h, apiId);
+    const hash = hashKey(key);
+    const read = keyRecordByHash(h.deps, hash);
+    await readBegun();
+    h.deps.keyCache.delete(hashKey("another_key_just_created"));
+    h.deps.keyCache.deleteTag("key:another_key_changed");
+    expect(await read).toMatchObject({ id: keyId });
+    expect(h.deps.keyCache.get(hash)).toMatchObject({ id: keyId });
+  });
+
+  it("a read of a key is not cached when that key, its API or the whole cache was invalidated meanwhile", async () => {
+    const apiId = await createApi(h);
+    const { keyId, key } = await createKey(h, apiId);
+    const hash = hashKey(key);
+    for (const invalidate of [
+      () => h.deps.keyCache.deleteTag(`key:${keyId}`),
+      () => h.deps.keyCache.deleteTag(`api:${apiId}`),
+      () => h.deps.keyCache.delete(hash),
+      () => h.deps.keyCache.clear(),
+    ]) {
+      const read = keyRecordByHash(h.deps, hash);
+      await readBegun();
+      invalidate();
+      expect(await read).toMatchObject({ id: keyId });
+      expect(h.deps.keyCache.get(hash), String(invalidate)).toBeUndefined();
+    }
+  });
+
+  it("a cold key is cached while keys are being created all the time", async () => {
+    const apiId = await createApi(h);
+    const { key } = await createKey(h, apiId);
+    const rk = await admin(h);
+    let creating = true;
+    const creators = Array.from({ length: 3 }, async () => {
+      let n = 0;
+      while (creating && n++ < 500) expectOk(await h.post("/v2/keys.createKey", { apiId }, rk));
+    });
+    let verifications = 0;
+    try {
+      while (h.deps.keyCache.get(hashKey(key)) === undefined && verifications < 50) {
+        expect(await verifyKey(h, key)).toMatchObject({ valid: true });
+        verifications++;
+      }
+    } finally {
+      creating = false;
+      await Promise.all(creators);
+    }
+    expect(verifications).toBe(1);
   });
 
   it("credits are never served from the cache: each verification spends exactly once", async () => {

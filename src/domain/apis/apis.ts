@@ -19,10 +19,12 @@ export async function cachedLiveApi(deps: Deps, workspaceId: string, apiId: stri
   const key = `${workspaceId}|${apiId}`;
   const hit = deps.apiCache.get(key);
   if (hit !== undefined && hit !== MISS) return hit;
-  const generation = deps.apiCache.generation;
+  const version = deps.apiCache.version;
   const api = await findLiveApi(deps.pool, workspaceId, apiId);
-  // Not cached if an invalidation ran meanwhile: the row read may predate it.
-  if (api !== undefined && deps.apiCache.generation === generation) deps.apiCache.set(key, api, [`api:${api.id}`, `ws:${workspaceId}`]);
+  if (api === undefined) return undefined;
+  // Not cached if the API or its workspace was invalidated meanwhile: the row read may predate that.
+  const tags = [`api:${api.id}`, `ws:${workspaceId}`];
+  if (deps.apiCache.unchangedSince(version, key, tags)) deps.apiCache.set(key, api, tags);
   return api;
 }
 

@@ -42,11 +42,13 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
 export async function lookupRootKey(deps: Deps, { token, hash }: RootKeyMiss): Promise<Principal> {
   // Only tokens that passed the checksum are ever cached (hit or miss): check the rest in full.
   if (!isWellFormedRootKey(token)) throw new AppError("err:svc:authentication:malformed");
-  const generation = deps.rootKeyCache.generation;
+  const version = deps.rootKeyCache.version;
   // A record held while the cache is bypassed answers when the database cannot be reached.
   const found = await outageOf(deps.pool).read(deps.rootKeyCache.stale(hash), () => findRootKeyByHash(deps.pool, hash));
-  if (deps.rootKeyCache.generation === generation) {
-    if (found) deps.rootKeyCache.set(hash, found, [`rootkey:${found.id}`, `ws:${found.workspaceId}`]);
+  // Not cached if the root key or its workspace was invalidated meanwhile: the row read may predate that.
+  const tags = found ? [`rootkey:${found.id}`, `ws:${found.workspaceId}`] : [];
+  if (deps.rootKeyCache.unchangedSince(version, hash, tags)) {
+    if (found) deps.rootKeyCache.set(hash, found, tags);
     else deps.rootKeyCache.setMiss(hash);
   }
   return principalOf(deps, found ?? MISS);

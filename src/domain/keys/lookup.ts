@@ -12,30 +12,40 @@ export const keyTags = (k: KeyRecord): string[] => {
   return tags;
 };
 
-/** Loads in progress, per cache (one per process; several in tests). */
-const inflightByCache = new WeakMap<object, Map<string, Promise<KeyRecord | undefined>>>();
+/** A database read of one hash in progress, and the cache version it began at. */
+interface Load {
+  version: number;
+  record: Promise<KeyRecord | undefined>;
+}
+
+/** Loads in progress by hash, per cache (one per process; several in tests). */
+const inflightByCache = new WeakMap<object, Map<string, Load>>();
 const loaderByCache = new WeakMap<object, HashLoader>();
 
 export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
   const cached = deps.keyCache.get(hash);
   if (cached === MISS) return undefined;
   if (cached !== undefined) return cached;
-  // Concurrent misses on the same hash share one database read, but only within
-  // one cache generation: a read that started before a change must not answer a
-  // verification that started after it.
-  const slot = `${deps.keyCache.generation}|${hash}`;
+  // Concurrent misses on the same hash share one database read, but only while
+  // nothing was invalidated since it began: a read that started before a change
+  // must not answer a verification that started after it.
   let inflight = inflightByCache.get(deps.keyCache);
   if (inflight === undefined) inflightByCache.set(deps.keyCache, (inflight = new Map()));
   let loader = loaderByCache.get(deps.keyCache);
   if (loader === undefined) loaderByCache.set(deps.keyCache, (loader = new HashLoader(deps)));
   const pending = inflight;
+  const { keyCache } = deps;
   const shared = (): Promise<KeyRecord | undefined> => {
-    let p = pending.get(slot);
-    if (p === undefined) {
-      p = loader.load(hash).finally(() => pending.delete(slot));
-      pending.set(slot, p);
-    }
-    return p;
+    const running = pending.get(hash);
+    if (running !== undefined && running.version === keyCache.version) return running.record;
+    const load: Load = {
+      version: keyCache.version,
+      record: loader.load(hash).finally(() => {
+        if (pending.get(hash) === load) pending.delete(hash);
+      }),
+    };
+    pending.set(hash, load);
+    return load.record;
   };
   // A record held while the cache is bypassed answers when the database cannot be reached.
   return outageOf(deps.pool).read(deps.keyCache.stale(hash), shared);
@@ -96,7 +106,7 @@ class HashLoader {
 
   private async read(batch: Map<string, Waiter[]>): Promise<void> {
     const { keyCache, pool } = this.deps;
-    const generation = keyCache.generation;
+    const version = keyCache.version;
     let found: Map<string, KeyDetails>;
     try {
       found = await findLiveKeysByHashes(pool, [...batch.keys()]);
@@ -104,14 +114,16 @@ class HashLoader {
       for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
       return;
     }
-    // A change committed while we were reading must not be overwritten by our stale copy.
-    const cacheable = keyCache.generation === generation;
+    // A change committed while we were reading must not be overwritten by our stale
+    // copy; changes to other keys (each createKey forgets its new hash) do not matter.
     for (const [hash, waiters] of batch) {
       const d = found.get(hash);
       const record = d === undefined ? undefined : toRecord(d);
-      if (cacheable) {
-        if (record === undefined) keyCache.setMiss(hash);
-        else keyCache.set(hash, record, keyTags(record));
+      if (record === undefined) {
+        if (keyCache.unchangedSince(version, hash)) keyCache.setMiss(hash);
+      } else {
+        const tags = keyTags(record);
+        if (keyCache.unchangedSince(version, hash, tags)) keyCache.set(hash, record, tags);
       }
       for (const w of waiters) w.resolve(record);
     }

@@ -80,10 +80,10 @@ async function migrationOf(deps: Deps, workspaceId: string, id: string): Promise
   const cached = known.get(`${workspaceId}|${id}`);
   if (cached !== undefined) return cached;
   if (deps.keyCache.get(unknownMigration(workspaceId, id)) === MISS) return undefined;
-  const generation = deps.keyCache.generation;
+  const version = deps.keyCache.version;
   const found = await findKeyMigration(deps.pool, workspaceId, id);
   if (found) known.set(`${workspaceId}|${id}`, found);
-  else if (deps.keyCache.generation === generation) deps.keyCache.setMiss(unknownMigration(workspaceId, id));
+  else if (deps.keyCache.unchangedSince(version, unknownMigration(workspaceId, id))) deps.keyCache.setMiss(unknownMigration(workspaceId, id));
   return found ?? undefined;
 }
 
@@ -101,14 +101,15 @@ export async function keyRecordViaMigration(deps: Deps, p: Principal, key: strin
   const missed = missedImport(migration.id, seamapi?.importedHash ?? hash);
   if (deps.keyCache.get(missed) === MISS) return undefined;
   // A miss read before a change committed must not be remembered after it.
-  const generation = deps.keyCache.generation;
+  const version = deps.keyCache.version;
   const pending = seamapi !== undefined && (await adoptSeamapiKey(deps, p, hash, migration.id, seamapi));
   // This instance may still remember the standard hash as unknown although the key
   // now has it: moved just now, here or by a concurrent verification on another
   // instance, or imported since. Read past that memory once.
   if (!(await hashIsLive(deps.pool, hash))) {
     // A pending key this caller may not adopt is not remembered: one that may is not to be turned away.
-    if (!pending && deps.keyCache.generation === generation) deps.keyCache.setMiss(missed);
+    // Nor is one read before this migration's imports or a key with this hash arrived.
+    if (!pending && deps.keyCache.unchangedSince(version, missed) && deps.keyCache.unchangedSince(version, hash)) deps.keyCache.setMiss(missed);
     return undefined;
   }
   deps.keyCache.delete(hash);

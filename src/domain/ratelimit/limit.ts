@@ -35,9 +35,10 @@ async function overrideCandidates(deps: Deps, namespaceId: string, identifier: s
   const key = `${namespaceId}|${identifier}`;
   const hit = deps.overrideCache.get(key);
   if (hit !== undefined && hit !== MISS) return hit.rows;
-  const generation = deps.overrideCache.generation;
+  const version = deps.overrideCache.version;
   const rows = await findOverrideCandidates(deps.pool, namespaceId, identifier);
-  if (deps.overrideCache.generation === generation) deps.overrideCache.set(key, { rows }, [`ns:${namespaceId}`]);
+  const tags = [`ns:${namespaceId}`];
+  if (deps.overrideCache.unchangedSince(version, key, tags)) deps.overrideCache.set(key, { rows }, tags);
   return rows;
 }
 

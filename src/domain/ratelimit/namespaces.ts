@@ -36,9 +36,11 @@ async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Pr
   const key = `${workspaceId}|${ref}`;
   const hit = deps.namespaceCache.get(key);
   if (hit !== undefined && hit !== MISS) return hit;
-  const generation = deps.namespaceCache.generation;
+  const version = deps.namespaceCache.version;
   const ns = await findNamespace(deps.pool, workspaceId, ref);
-  if (ns !== undefined && deps.namespaceCache.generation === generation) deps.namespaceCache.set(key, ns, [`ns:${ns.id}`]);
+  if (ns === undefined) return undefined;
+  const tags = [`ns:${ns.id}`];
+  if (deps.namespaceCache.unchangedSince(version, key, tags)) deps.namespaceCache.set(key, ns, tags);
   return ns;
 }
 
