@@ -73,6 +73,23 @@ describe("RecordCache.unchangedSince", () => {
     expect(c.unchangedSince(v, "h1")).toBe(false);
   });
 
+  it("setRead and setMissRead cache only what unchangedSince allows", () => {
+    const c = cache();
+    const v = c.version;
+    c.delete("other");
+    c.setRead(v, "h1", { v: 1 }, ["key:1"]);
+    c.setMissRead(v, "h2");
+    expect(c.get("h1")).toEqual({ v: 1 });
+    expect(c.get("h2")).toBe(MISS);
+    const w = c.version;
+    c.deleteTag("key:3");
+    c.delete("h4");
+    c.setRead(w, "h3", { v: 3 }, ["key:3"]);
+    c.setMissRead(w, "h4");
+    expect(c.get("h3")).toBeUndefined();
+    expect(c.get("h4")).toBeUndefined();
+  });
+
   it("delete and deleteTag still drop what they name", () => {
     const c = cache();
     c.set("h1", { v: 1 }, ["key:1"]);

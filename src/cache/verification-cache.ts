@@ -118,6 +118,16 @@ export class RecordCache<T extends object> {
     this.misses.set(hash, true);
   }
 
+  /** Caches a record read from the database by a read begun at `version`, unless it may be stale (`unchangedSince`). */
+  setRead(version: number, hash: string, value: T, tags: readonly string[] = []): void {
+    if (this.unchangedSince(version, hash, tags)) this.set(hash, value, tags);
+  }
+
+  /** Remembers a hash the database did not know, by a read begun at `version`, unless it may be stale. */
+  setMissRead(version: number, hash: string): void {
+    if (this.unchangedSince(version, hash)) this.setMiss(hash);
+  }
+
   /** What a database read takes before it starts, for `unchangedSince`. */
   get version(): number {
     return this.seq;

@@ -23,8 +23,7 @@ export async function cachedLiveApi(deps: Deps, workspaceId: string, apiId: stri
   const api = await findLiveApi(deps.pool, workspaceId, apiId);
   if (api === undefined) return undefined;
   // Not cached if the API or its workspace was invalidated meanwhile: the row read may predate that.
-  const tags = [`api:${api.id}`, `ws:${workspaceId}`];
-  if (deps.apiCache.unchangedSince(version, key, tags)) deps.apiCache.set(key, api, tags);
+  deps.apiCache.setRead(version, key, api, [`api:${api.id}`, `ws:${workspaceId}`]);
   return api;
 }
 

@@ -46,11 +46,8 @@ export async function lookupRootKey(deps: Deps, { token, hash }: RootKeyMiss): P
   // A record held while the cache is bypassed answers when the database cannot be reached.
   const found = await outageOf(deps.pool).read(deps.rootKeyCache.stale(hash), () => findRootKeyByHash(deps.pool, hash));
   // Not cached if the root key or its workspace was invalidated meanwhile: the row read may predate that.
-  const tags = found ? [`rootkey:${found.id}`, `ws:${found.workspaceId}`] : [];
-  if (deps.rootKeyCache.unchangedSince(version, hash, tags)) {
-    if (found) deps.rootKeyCache.set(hash, found, tags);
-    else deps.rootKeyCache.setMiss(hash);
-  }
+  if (found) deps.rootKeyCache.setRead(version, hash, found, [`rootkey:${found.id}`, `ws:${found.workspaceId}`]);
+  else deps.rootKeyCache.setMissRead(version, hash);
   return principalOf(deps, found ?? MISS);
 }
 

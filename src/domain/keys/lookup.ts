@@ -119,12 +119,8 @@ class HashLoader {
     for (const [hash, waiters] of batch) {
       const d = found.get(hash);
       const record = d === undefined ? undefined : toRecord(d);
-      if (record === undefined) {
-        if (keyCache.unchangedSince(version, hash)) keyCache.setMiss(hash);
-      } else {
-        const tags = keyTags(record);
-        if (keyCache.unchangedSince(version, hash, tags)) keyCache.set(hash, record, tags);
-      }
+      if (record === undefined) keyCache.setMissRead(version, hash);
+      else keyCache.setRead(version, hash, record, keyTags(record));
       for (const w of waiters) w.resolve(record);
     }
   }

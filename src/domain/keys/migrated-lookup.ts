@@ -83,7 +83,7 @@ async function migrationOf(deps: Deps, workspaceId: string, id: string): Promise
   const version = deps.keyCache.version;
   const found = await findKeyMigration(deps.pool, workspaceId, id);
   if (found) known.set(`${workspaceId}|${id}`, found);
-  else if (deps.keyCache.unchangedSince(version, unknownMigration(workspaceId, id))) deps.keyCache.setMiss(unknownMigration(workspaceId, id));
+  else deps.keyCache.setMissRead(version, unknownMigration(workspaceId, id));
   return found ?? undefined;
 }
 

@@ -37,8 +37,7 @@ async function overrideCandidates(deps: Deps, namespaceId: string, identifier: s
   if (hit !== undefined && hit !== MISS) return hit.rows;
   const version = deps.overrideCache.version;
   const rows = await findOverrideCandidates(deps.pool, namespaceId, identifier);
-  const tags = [`ns:${namespaceId}`];
-  if (deps.overrideCache.unchangedSince(version, key, tags)) deps.overrideCache.set(key, { rows }, tags);
+  deps.overrideCache.setRead(version, key, { rows }, [`ns:${namespaceId}`]);
   return rows;
 }
 

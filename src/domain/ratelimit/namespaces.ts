@@ -39,8 +39,7 @@ async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Pr
   const version = deps.namespaceCache.version;
   const ns = await findNamespace(deps.pool, workspaceId, ref);
   if (ns === undefined) return undefined;
-  const tags = [`ns:${ns.id}`];
-  if (deps.namespaceCache.unchangedSince(version, key, tags)) deps.namespaceCache.set(key, ns, tags);
+  deps.namespaceCache.setRead(version, key, ns, [`ns:${ns.id}`]);
   return ns;
 }
 
