@@ -6,6 +6,7 @@ import net from "node:net";
 import type { TestProject } from "vitest/node";
 import { startPrivateServer } from "../src/embedded-db/private-server.js";
 import { projectDir } from "../src/paths.js";
+import { startRedisCluster } from "./redis-cluster.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -13,6 +14,8 @@ declare module "vitest" {
     mysqlServer: string;
     /** redis:// URL for the shared-counter tests, or "" when no Redis can be had. */
     redisUrl: string;
+    /** redis-cluster:// URL of a private 3-master Redis Cluster, or "" when redis-server or redis-cli is missing. */
+    redisClusterUrl: string;
   }
 }
 
@@ -70,19 +73,34 @@ async function provideRedis(project: TestProject): Promise<(() => void) | undefi
   return undefined;
 }
 
+/** A private Redis Cluster, started once for the whole run. */
+async function provideRedisCluster(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  const cluster = await startRedisCluster();
+  if (cluster === undefined)
+    console.log("[tests] redis-server or redis-cli is missing: the Redis Cluster tests are skipped (apt-get install redis-server redis-tools)");
+  else console.log(`[tests] started a private Redis Cluster: ${cluster.url}`);
+  project.provide("redisClusterUrl", cluster?.url ?? "");
+  return cluster?.stop;
+}
+
 export default async function setup(project: TestProject) {
-  const stopRedis = await provideRedis(project);
+  const stopCluster = await provideRedisCluster(project);
+  const stopRedis0 = await provideRedis(project);
+  const stopRedis = async () => {
+    stopRedis0?.();
+    await stopCluster?.();
+  };
   const url = process.env.DATABASE_URL;
   if (url !== undefined && url !== "") {
     const u = new URL(url);
     u.pathname = "/";
     project.provide("mysqlServer", u.toString().replace(/\/$/, ""));
-    return async () => stopRedis?.();
+    return stopRedis;
   }
   const server = await startPrivateServer({ projectDir, log: (line) => console.log(`[tests] ${line}`) });
   project.provide("mysqlServer", `mysql://root@localhost/?socketPath=${encodeURIComponent(server.socketPath)}`);
   return async () => {
-    stopRedis?.();
+    await stopRedis();
     await server.stop();
   };
 }

@@ -3,6 +3,7 @@
 
 import { isIP } from "node:net";
 import { parseDatabaseUrl } from "../storage/db.js";
+import { parseRedisUrl } from "../storage/redis-client.js";
 export interface Config {
   databaseUrl: string | undefined;
   host: string;
@@ -31,7 +32,7 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** Longest the database may stay silent on a statement before its connection is dropped (and the request answered 503). */
   dbQueryTimeoutMs: number;
-  /** redis:// or rediss:// URL: rate-limit counters shared by every instance. Undefined = in-memory counters. */
+  /** Where the shared rate-limit counters live: one Redis, a Redis Cluster or Sentinel (src/storage/redis-client.ts). Undefined = in-memory counters. */
   redisUrl: string | undefined;
   /** How rate limits are answered while Redis is unreachable. */
   ratelimitWhenRedisDown: "local" | "open" | "closed";
@@ -142,12 +143,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
   const redisUrl = env.REDIS_URL === "" ? undefined : env.REDIS_URL;
   if (redisUrl !== undefined) {
     try {
-      const u = new URL(redisUrl);
-      if (u.protocol !== "redis:" && u.protocol !== "rediss:") {
-        problems.push(`REDIS_URL must start with redis:// or rediss:// (got ${u.protocol}//)`);
-      }
-    } catch {
-      problems.push("REDIS_URL is not a URL (expected redis://[:password@]host:6379[/db])");
+      parseRedisUrl(redisUrl);
+    } catch (err) {
+      problems.push((err as Error).message);
     }
   }
 

@@ -4,12 +4,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
+import calculateSlot from "cluster-key-slot";
+import type { Cluster } from "ioredis";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { type RedisSentinelProcess, startRedisSentinel } from "../../test/redis-sentinel.js";
 import type { Logger } from "../core/logger.js";
 import { type LimitCheck, type Limiter, MemoryLimiter } from "./memory-limiter.js";
 import { RedisLimiter, type RedisLimiterOptions } from "./redis-limiter.js";
 
 const URL = inject("redisUrl");
+const CLUSTER_URL = inject("redisClusterUrl");
 const D = 60_000;
 const T0 = 1_000 * D; // a window start: elapsed 0
 
@@ -35,8 +39,10 @@ function prefix(): string {
   return `kh:test:${randomBytes(6).toString("hex")}:`;
 }
 
-async function limiter(opts: Partial<RedisLimiterOptions> = {}, wait = true): Promise<RedisLimiter> {
-  const l = new RedisLimiter({ url: URL, log: logger(), keyPrefix: prefix(), ...opts });
+const limiterOn = (url: string, opts: Partial<RedisLimiterOptions> = {}) => limiter(opts, true, url);
+
+async function limiter(opts: Partial<RedisLimiterOptions> = {}, wait = true, url = URL): Promise<RedisLimiter> {
+  const l = new RedisLimiter({ url, log: logger(), keyPrefix: prefix(), ...opts });
   open.push(l);
   if (wait) await until(() => l.redis.status === "ready", 5_000);
   return l;
@@ -58,7 +64,25 @@ async function passes(l: Limiter, n: number, c: LimitCheck, now: number): Promis
   return ok;
 }
 
-describe.skipIf(URL === "")("RedisLimiter", () => {
+/** Every counter key under a prefix, on every master of a cluster. */
+async function keysOf(l: RedisLimiter, pattern: string): Promise<string[]> {
+  if (!l.cluster) return l.redis.keys(pattern);
+  const masters = (l.redis as Cluster).nodes("master");
+  return (await Promise.all(masters.map((n) => n.keys(pattern)))).flat();
+}
+
+// The same counting, against one Redis and against a Redis Cluster (where each
+// check is its own hash slot and a turn's calls are split by slot).
+describe.each([
+  { target: "one Redis", url: URL },
+  { target: "a Redis Cluster", url: CLUSTER_URL },
+])("RedisLimiter on $target", ({ target, url }) => {
+  const limiter = (opts: Partial<RedisLimiterOptions> = {}) => limiterOn(url, opts);
+  if (url === "") {
+    it.skip(`needs ${target}: redis-server and redis-cli`, () => {});
+    return;
+  }
+
   it("counts exactly up to the limit, with remaining and reset", async () => {
     const l = await limiter();
     const results = [];
@@ -70,7 +94,7 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     expect(l.degraded()).toBe(false);
   });
 
-  it("sends the checks of one turn as one script call, each call all-or-nothing on its own, counted in order", async () => {
+  it.skipIf(target !== "one Redis")("sends the checks of one turn as one script call, each call all-or-nothing on its own, counted in order", async () => {
     const l = await limiter();
     // What each script call carried: its groups' sizes.
     const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
@@ -122,7 +146,7 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     expect((await l.check([chk("z", 3)], T0))[0]!.passed).toBe(false);
     // A fresh counter queried at cost 0 creates no key.
     await l.check([chk("fresh", 3, 0)], T0);
-    const keys = await l.redis.keys(`${(l as unknown as { prefix: string }).prefix}*fresh*`);
+    const keys = await keysOf(l, `${(l as unknown as { prefix: string }).prefix}*fresh*`);
     expect(keys).toEqual([]);
   });
 
@@ -185,16 +209,117 @@ describe.skipIf(URL === "")("RedisLimiter", () => {
     const keyPrefix = prefix();
     const l = await limiter({ keyPrefix });
     await l.check([chk("ttl", 5, 1, 10_000), chk("ttl2", 5, 1, 2_000)], T0);
-    const keys = await l.redis.keys(`${keyPrefix}*`);
+    const keys = await keysOf(l, `${keyPrefix}*`);
     expect(keys.sort()).toEqual([`${keyPrefix}{ttl2}:2000:${T0 / 2_000}`, `${keyPrefix}{ttl}:10000:${T0 / 10_000}`]);
     for (const k of keys) {
-      const ttl = await l.redis.pttl(k);
+      const ttl = await l.redis.pttl(k); // a Cluster client sends it to the key's node
       const d = k.includes(":10000:") ? 10_000 : 2_000;
       expect(ttl).toBeGreaterThan(2 * d);
       expect(ttl).toBeLessThanOrEqual(2 * d + 60_000);
     }
   });
+});
 
+/** Two counter names whose checks land in different hash slots of a cluster. */
+function twoSlots(l: RedisLimiter, a: string, b: string): [string, string] {
+  const slot = (name: string) => calculateSlot(`${(l as unknown as { prefix: string }).prefix}{${name}}:x`);
+  for (let i = 0; ; i++) if (slot(a) !== slot(`${b}${i}`)) return [a, `${b}${i}`];
+}
+
+describe.skipIf(CLUSTER_URL === "")("RedisLimiter on a Redis Cluster: checks over several slots", () => {
+  it("a call over two slots is split by slot, all-or-nothing: the part that passed is given back", async () => {
+    const log = logger();
+    const l = await limiterOn(CLUSTER_URL, { log });
+    const [a, b] = twoSlots(l, "a", "b");
+    const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
+    expect(await passes(l, 2, chk(b, 2), T0)).toBe(2); // b is full
+    send.mockClear();
+    const r = await l.check([chk(a, 5, 2), chk(b, 2)], T0);
+    expect(send.mock.calls.map(([groups]) => groups.map((g) => g.size))).toEqual([[1], [1]]);
+    expect(r.map((x) => x.passed)).toEqual([true, false]);
+    expect(r[0]!.remaining).toBe(5);
+    // a counted 2 in its own slot, then had them given back: all 5 are there.
+    expect(await passes(l, 6, chk(a, 5), T0)).toBe(5);
+    expect(log.lines).toEqual([]);
+  });
+
+  it("200 concurrent calls over two slots (limits 50 and 30): exactly 30 pass, and both counters hold 30", async () => {
+    const log = logger();
+    const l = await limiterOn(CLUSTER_URL, { log });
+    const [a, b] = twoSlots(l, "wide", "narrow");
+    const results = await Promise.all(Array.from({ length: 200 }, () => l.check([chk(a, 50), chk(b, 30)], T0 + 10)));
+    expect(results.filter((r) => r.every((x) => x.passed))).toHaveLength(30);
+    const used = async (key: string) => 1_000 - (await l.check([chk(key, 1_000, 0)], T0 + 10))[0]!.remaining;
+    expect(await used(a)).toBe(30);
+    expect(await used(b)).toBe(30);
+    // Counted in the cluster, not by the local fallback.
+    expect(log.lines).toEqual([]);
+  });
+
+  it("two instances on the cluster share counters over two slots: 100 parallel calls against 20 → exactly 20", async () => {
+    const keyPrefix = prefix();
+    const log = logger();
+    const a = await limiterOn(CLUSTER_URL, { keyPrefix, log });
+    const b = await limiterOn(CLUSTER_URL, { keyPrefix, log });
+    const [x, y] = twoSlots(a, "own", "shared");
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).check([chk(x, 1_000), chk(y, 20)], T0 + 10)));
+    expect(results.filter((r) => r.every((c) => c.passed))).toHaveLength(20);
+    expect(log.lines).toEqual([]);
+  });
+
+  it("REDIS_URL=redis:// at one node of a cluster says plainly to use redis-cluster://, and answers from the fallback", async () => {
+    const log = logger();
+    const node = CLUSTER_URL.replace(/^redis-cluster:\/\/([^,]+),.*$/, "redis://$1");
+    const l = await limiter({ url: node, log }, true);
+    // Some of 30 names hash to slots another node holds (MOVED).
+    for (let i = 0; i < 30; i++) expect((await l.check([chk(`moved${i}`, 5)], T0))[0]!.passed).toBe(true);
+    expect(l.degraded()).toBe(true);
+    expect(log.lines.filter((x) => x.level === "error").map((x) => x.msg)).toEqual([expect.stringContaining("REDIS_URL=redis-cluster://")]);
+  });
+});
+
+// Sentinel: the client asks the sentinel where the master is, and again when it
+// fails over. A master, a replica and a sentinel of the test's own.
+describe("RedisLimiter through Sentinel", () => {
+  let sentinel: RedisSentinelProcess | undefined;
+  afterEach(async () => {
+    await sentinel?.stop();
+    sentinel = undefined;
+  });
+
+  it("counts on the master the sentinel names; when that master is killed, falls back, then counts on the promoted replica without a restart", async (ctx) => {
+    sentinel = await startRedisSentinel();
+    if (sentinel === undefined) return ctx.skip("redis-server and redis-cli are needed");
+    const log = logger();
+    const l = await limiterOn(sentinel.url, { log });
+    const now = Date.now();
+    expect(await passes(l, 4, chk("s", 10), now)).toBe(4);
+    // The count is on the master.
+    const onMaster = await l.redis.keys(`${(l as unknown as { prefix: string }).prefix}*`);
+    expect(onMaster).toHaveLength(1);
+    expect(log.lines).toEqual([]);
+
+    // Let the replica take the writes, then kill the master.
+    await new Promise((r) => setTimeout(r, 200));
+    sentinel.master.process.kill("SIGKILL");
+    const killed = Date.now();
+    // Answers go on (from local counters) until the sentinel has promoted the replica.
+    let degradedSeen = false;
+    await until(async () => {
+      const r = await l.check([chk("probe", 1_000)], now);
+      expect(r[0]!.passed).toBe(true);
+      degradedSeen ||= l.degraded();
+      return degradedSeen && !l.degraded() && (await sentinel?.masterPort()) === sentinel?.replica.port;
+    }, 20_000);
+    const back = Date.now() - killed;
+    expect(back).toBeLessThan(15_000);
+    // Shared counting resumed on the promoted replica, which had the master's 4.
+    expect((await l.check([chk("s", 10)], now))[0]!.remaining).toBe(5);
+    expect(log.lines.map((x) => x.level)).toEqual(["warn", "info"]);
+  }, 30_000);
+});
+
+describe.skipIf(URL === "")("RedisLimiter when Redis fails", () => {
   describe("when Redis is unreachable", () => {
     const down = "redis://127.0.0.1:1";
 

@@ -15,10 +15,22 @@
 // the fallback chosen by `whenDown`: a local MemoryLimiter ("local"), allow
 // everything ("open") or deny everything ("closed"). ioredis reconnects by
 // itself and shared counting resumes with no restart.
+//
+// On a Redis Cluster (REDIS_URL=redis-cluster://…) a script may only touch keys
+// of one hash slot. Each check's two counters share its hash tag, so one check
+// is always one slot; a turn's groups are split by slot, one script call per
+// slot. A group whose checks fall in several slots (a key's limits with its
+// identity's, ratelimit.multiLimit) is checked slot by slot, each part
+// all-or-nothing; when one part fails, the parts that passed are given back
+// (khRefund). It never allows more than a limit: while the give-back is on its
+// way (one round trip), a concurrent check of those counters sees them higher
+// than they will be and may be denied where one script would have allowed it.
 
-import { Redis } from "ioredis";
+import calculateSlot from "cluster-key-slot";
+import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "../core/logger.js";
 import { type LimitCheck, type Limiter, type LimitResult, MemoryLimiter } from "./memory-limiter.js";
+import { connectRedis, parseRedisUrl } from "./redis-client.js";
 
 export type WhenRedisDown = "local" | "open" | "closed";
 
@@ -81,6 +93,13 @@ end
 return eff
 `;
 
+// Gives back a check's cost to its current counter, unless it has expired meanwhile
+// (a DECRBY would create it again, negative and without an expiry).
+const REFUND = `
+if redis.call("EXISTS", KEYS[1]) == 1 then return redis.call("DECRBY", KEYS[1], ARGV[1]) end
+return 0
+`;
+
 /** Groups sent in one script call at most (a turn with more makes several calls). */
 const MAX_GROUPS = 256;
 
@@ -95,10 +114,16 @@ interface Group {
 
 interface LimitCommand {
   khRateLimit(...args: (string | number)[]): Promise<number[]>;
+  khRefund(key: string, cost: number): Promise<number>;
 }
 
+/** Errors that only a Redis Cluster answers: REDIS_URL names one of its nodes as if it were a single Redis. */
+const CLUSTER_REPLY = /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/;
+
 export class RedisLimiter implements Limiter {
-  readonly redis: Redis;
+  readonly redis: Redis | Cluster;
+  /** True on a Redis Cluster: script calls are split by hash slot. */
+  readonly cluster: boolean;
   private readonly local = new MemoryLimiter();
   private readonly log: Logger;
   private readonly whenDown: WhenRedisDown;
@@ -106,6 +131,9 @@ export class RedisLimiter implements Limiter {
   private readonly marginMs: number;
   private down = false;
   private closing = false;
+  private toldCluster = false;
+  /** While down: a probe every second, so that recovery is seen without traffic (and /readyz turns 200 again). */
+  private probe: NodeJS.Timeout | undefined;
   /** check() calls of this turn, sent together when it ends. */
   private queue: Group[] = [];
 
@@ -114,19 +142,11 @@ export class RedisLimiter implements Limiter {
     this.whenDown = opts.whenDown ?? "local";
     this.prefix = opts.keyPrefix ?? "kh:rl:";
     this.marginMs = opts.expiryMarginMs ?? 60_000;
-    const maxDelay = opts.maxReconnectDelayMs ?? 1_000;
-    this.redis = new Redis(opts.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: opts.commandTimeoutMs ?? 200,
-      connectTimeout: 2_000,
-      lazyConnect: false,
-      // Checks issued in the same event-loop turn (one per concurrent request) go
-      // to Redis in one write: far fewer syscalls under load, same one round trip each.
-      enableAutoPipelining: true,
-      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times - 1, 10), maxDelay),
-    });
+    const target = parseRedisUrl(opts.url);
+    this.cluster = target.mode === "cluster";
+    this.redis = connectRedis(target, { commandTimeoutMs: opts.commandTimeoutMs ?? 200, maxReconnectDelayMs: opts.maxReconnectDelayMs ?? 1_000 });
     this.redis.defineCommand("khRateLimit", { lua: SCRIPT });
+    this.redis.defineCommand("khRefund", { lua: REFUND, numberOfKeys: 1 });
     this.redis.on("error", (err: Error) => this.markDown(err));
     this.redis.on("close", () => this.markDown(new Error("connection to Redis closed")));
     this.redis.on("ready", () => this.markUp());
@@ -162,7 +182,8 @@ export class RedisLimiter implements Limiter {
       this.markDown(err as Error);
       return this.fallback(checks, now);
     }
-    this.markUp();
+    // On a cluster, one slot answering says nothing of the others: recovery is the probe's to decide.
+    if (!this.cluster) this.markUp();
     const passed = checks.map((c, i) => c.limit > 0 && Number(effective[i]) <= c.limit);
     const all = passed.every(Boolean);
     return checks.map((c, i) => ({
@@ -174,13 +195,93 @@ export class RedisLimiter implements Limiter {
     }));
   }
 
-  /** Sends the turn's groups: one script call per MAX_GROUPS of them. */
+  /** Sends the turn's groups: one script call per MAX_GROUPS of them (on a cluster, per slot). */
   private flush(): Promise<void>[] {
     const queued = this.queue;
     this.queue = [];
     const sent: Promise<void>[] = [];
-    for (let i = 0; i < queued.length; i += MAX_GROUPS) sent.push(this.send(queued.slice(i, i + MAX_GROUPS)));
+    const chunks = (groups: Group[]) => {
+      for (let i = 0; i < groups.length; i += MAX_GROUPS) sent.push(this.send(groups.slice(i, i + MAX_GROUPS)));
+    };
+    if (!this.cluster) chunks(queued);
+    else for (const groups of this.bySlot(queued).values()) chunks(groups);
     return sent;
+  }
+
+  /**
+   * A cluster's turn, slot by slot. A group within one slot goes as it is; a group
+   * over several is split into one part per slot, and answers when every part has:
+   * if a part failed, the parts that passed (and so counted) are given back first.
+   */
+  private bySlot(queued: Group[]): Map<number, Group[]> {
+    const slots = new Map<number, Group[]>();
+    const put = (slot: number, g: Group) => {
+      const list = slots.get(slot);
+      if (list === undefined) slots.set(slot, [g]);
+      else list.push(g);
+    };
+    for (const g of queued) {
+      const slotOf = Array.from({ length: g.size }, (_, i) => calculateSlot(g.keys[2 * i] as string));
+      const distinct = [...new Set(slotOf)];
+      if (distinct.length === 1) {
+        put(distinct[0] as number, g);
+        continue;
+      }
+      const effective: number[] = new Array(g.size).fill(0);
+      const parts = distinct.map((slot) => {
+        const at = slotOf.flatMap((s, i) => (s === slot ? [i] : []));
+        return {
+          slot,
+          at,
+          keys: at.flatMap((i) => [g.keys[2 * i] as string, g.keys[2 * i + 1] as string]),
+          args: at.flatMap((i) => g.args.slice(5 * i, 5 * i + 5)),
+        };
+      });
+      let waiting = parts.length;
+      let failed: unknown;
+      const passed: (typeof parts)[number][] = [];
+      let anyDenied = false;
+      const settle = () => {
+        if (--waiting > 0) return;
+        // Some part did not count (denied, or its call failed): give back the parts that did.
+        const refunds = anyDenied || failed !== undefined ? passed.flatMap((p) => p.at.map((i) => this.refund(g, i))) : [];
+        void Promise.all(refunds).then(() => (failed === undefined ? g.resolve(effective) : g.reject(failed)));
+      };
+      for (const p of parts) {
+        put(p.slot, {
+          keys: p.keys,
+          args: p.args,
+          size: p.at.length,
+          resolve: (eff) => {
+            let ok = true;
+            p.at.forEach((i, j) => {
+              effective[i] = eff[j] as number;
+              const limit = Number(g.args[5 * i]);
+              if (limit <= 0 || Number(eff[j]) > limit) ok = false;
+            });
+            if (ok) passed.push(p);
+            else anyDenied = true;
+            settle();
+          },
+          reject: (err) => {
+            failed = err;
+            settle();
+          },
+        });
+      }
+    }
+    return slots;
+  }
+
+  /** Gives back check i of group g; a failure only leaves that counter high until its window ends. */
+  private async refund(g: Group, i: number): Promise<void> {
+    const cost = Number(g.args[5 * i + 1]);
+    if (cost <= 0) return;
+    try {
+      await (this.redis as unknown as LimitCommand).khRefund(g.keys[2 * i] as string, cost);
+    } catch (err) {
+      this.log.warn({ err: { message: (err as Error).message } }, "a rate-limit count could not be given back: that counter stays high until its window ends");
+    }
   }
 
   private async send(groups: Group[]): Promise<void> {
@@ -200,12 +301,47 @@ export class RedisLimiter implements Limiter {
         at += g.size;
       }
     } catch (err) {
+      this.tellCluster(err as Error);
       for (const g of groups) g.reject(err);
+    }
+  }
+
+  /** Says once, plainly, that REDIS_URL names a cluster node as if it were one Redis. */
+  private tellCluster(err: Error): void {
+    if (this.cluster || this.toldCluster || !CLUSTER_REPLY.test(err.message ?? "")) return;
+    this.toldCluster = true;
+    this.log.error(
+      { err: { message: err.message } },
+      "REDIS_URL names a node of a Redis Cluster as if it were a single Redis: set REDIS_URL=redis-cluster://host:port[,host:port…] so that each counter goes to the node that holds it",
+    );
+  }
+
+  /** Whether Redis answers now: one Redis (or Sentinel's master) a PING; a cluster, every master it knows. */
+  private async answers(): Promise<boolean> {
+    try {
+      if (this.redis.status !== "ready") return false;
+      if (!this.cluster) return (await (this.redis as Redis).ping()) === "PONG";
+      // Every slot has a master this client is connected to, and each of them answers.
+      // Until the cluster has promoted a replica (and the client has read the new
+      // slot map, every 2 s), a slot still names the dead master.
+      const c = this.redis as Cluster;
+      const owners = new Set<string>();
+      for (let slot = 0; slot < 16_384; slot++) {
+        const owner = c.slots[slot]?.[0];
+        if (owner === undefined) return false;
+        owners.add(owner);
+      }
+      const connected = new Map(c.nodes("master").map((n) => [`${n.options.host}:${n.options.port}`, n]));
+      const pings = [...owners].map((key) => connected.get(key)?.ping() ?? Promise.resolve("unknown"));
+      return (await Promise.all(pings)).every((r) => r === "PONG");
+    } catch {
+      return false;
     }
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.probe);
     // Checks of this turn go out before the connection is closed (their scheduled flush finds nothing left).
     await Promise.all(this.flush());
     await this.local.close();
@@ -241,6 +377,10 @@ export class RedisLimiter implements Limiter {
   private markDown(err: Error): void {
     if (this.down || this.closing) return;
     this.down = true;
+    this.probe = setInterval(() => {
+      void this.answers().then((ok) => ok && this.markUp());
+    }, 1_000);
+    this.probe.unref();
     this.log.warn(
       { err: { message: err.message }, fallback: this.whenDown },
       `Redis is unavailable: rate limits are answered ${this.whenDown === "local" ? "from local counters" : this.whenDown === "open" ? "by allowing everything" : "by denying everything"} until it is back`,
@@ -250,6 +390,8 @@ export class RedisLimiter implements Limiter {
   private markUp(): void {
     if (!this.down || this.closing) return;
     this.down = false;
+    clearInterval(this.probe);
+    this.probe = undefined;
     this.log.info({}, "Redis is back: rate-limit counters are shared again");
   }
 }

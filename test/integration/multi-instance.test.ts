@@ -1,7 +1,7 @@
 // Two keyhold instances on one database, as behind a load balancer: credits are
 // exact across them, and a change made on one is seen by the other within 1 s.
 import { describe, expect, inject, it } from "vitest";
-import { api, key } from "../fixtures.js";
+import { api, key, midMinute } from "../fixtures.js";
 import { type Instance, useHarness } from "../harness.js";
 
 describe("two instances on one database", () => {
@@ -135,5 +135,58 @@ describe.skipIf(inject("redisUrl") === "")("two instances sharing Redis", () => 
     const live = await a.app.inject({ method: "GET", url: "/v2/liveness" });
     expect(live.statusCode).toBe(200);
     expect(JSON.parse(live.body).data.degraded).toContain("redis");
+  });
+});
+
+// REDIS_URL=redis-cluster://…: a private 3-master cluster (test/redis-cluster.ts).
+// A key's own limit and its identity's limit hash to different slots, so each
+// verification is checked slot by slot; with the counts falling back to each
+// instance's own memory, these tests would see twice the limit.
+describe.skipIf(inject("redisClusterUrl") === "")("two instances sharing a Redis Cluster", () => {
+  const h = useHarness();
+  const CLUSTER = inject("redisClusterUrl");
+
+  it("a key's limit with its identity's, over two slots: 100 parallel verifications on two instances give exactly the tighter limit", async () => {
+    const a = await h.otherInstance({ REDIS_URL: CLUSTER });
+    const b = await h.otherInstance({ REDIS_URL: CLUSTER });
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const identity = await h.post(
+      "/v2/identities.createIdentity",
+      { externalId: "cluster_user", ratelimits: [{ name: "per_user", limit: 15, duration: 60_000, autoApply: true }] },
+      rk,
+    );
+    expect(identity.status, identity.text).toBe(200);
+    const k = await key(h, rk, apiId, { externalId: "cluster_user", ratelimits: [{ name: "per_key", limit: 40, duration: 60_000, autoApply: true }] });
+    const other = await key(h, rk, apiId, { externalId: "cluster_user" });
+    const now = midMinute();
+    for (const inst of [a, b]) (inst.deps as { clock: { now(): number } }).clock = { now: () => now };
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/keys.verifyKey", { key: k.key }, rk)));
+    expect(results.filter((r) => r.status !== 200).map((r) => r.text)).toEqual([]);
+    expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(15);
+    // The identity's 15 are spent for all its keys, on both instances.
+    expect((await b.post("/v2/keys.verifyKey", { key: other.key }, rk)).body.data.code).toBe("RATE_LIMITED");
+    for (const inst of [a, b]) {
+      const ready = await inst.app.inject({ method: "GET", url: "/readyz" });
+      expect(ready.statusCode, ready.body).toBe(200);
+    }
+  });
+
+  it("ratelimit.multiLimit over two namespaces is all-or-nothing across slots: exactly the tighter limit passes, the other counter gets its count back", async () => {
+    const a = await h.otherInstance({ REDIS_URL: CLUSTER });
+    const b = await h.otherInstance({ REDIS_URL: CLUSTER });
+    const rk = await h.rootKey(["*"]);
+    const now = midMinute();
+    for (const inst of [a, b]) (inst.deps as { clock: { now(): number } }).clock = { now: () => now };
+    const body = [
+      { namespace: "cluster_wide", identifier: "u1", limit: 50, duration: 60_000 },
+      { namespace: "cluster_narrow", identifier: "u1", limit: 10, duration: 60_000 },
+    ];
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/ratelimit.multiLimit", body, rk)));
+    expect(results.filter((r) => r.status !== 200).map((r) => r.text)).toEqual([]);
+    expect(results.filter((r) => r.body.data.passed)).toHaveLength(10);
+    // Only the 10 that passed both are counted on the wide limit: 40 remain of 50.
+    const probe = await a.post("/v2/ratelimit.limit", { ...body[0], cost: 0 }, rk);
+    expect(probe.body.data.remaining).toBe(40);
   });
 });
