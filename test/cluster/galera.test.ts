@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, type ServerProcess, startServer } from "../server-process.js";
 
-const cluster = JSON.parse(process.env.KEYHOLD_CLUSTER ?? "null") as { galeraUrls: string[] } | null;
+const cluster = JSON.parse(process.env.KEYHOLD_CLUSTER ?? "null") as { galeraUrls: string[]; redisNodes: string[] } | null;
 if (cluster === null) throw new Error("KEYHOLD_CLUSTER is not set: run these with `npm run test:cluster`");
 const database = `keyhold_cluster_${Date.now()}`;
 const onNode = (i: number) => {
@@ -34,7 +34,9 @@ describe("two instances on two Galera nodes", () => {
 
   beforeAll(async () => {
     // At the same moment, on a database that does not exist yet: both migrate it, one at a time.
-    [a, b] = await Promise.all([startServer(onNode(0), {}, 90_000), startServer(onNode(1), {}, 90_000)]);
+    // Both share the Redis Cluster for rate limits.
+    const env = { REDIS_URL: `redis-cluster://${cluster.redisNodes.join(",")}` };
+    [a, b] = await Promise.all([startServer(onNode(0), env, 90_000), startServer(onNode(1), env, 90_000)]);
     const out = execFileSync(process.execPath, [path.join(ROOT, "bin", "keyhold.js"), "root-key", "create", "--workspace", "cluster", "--permissions", "*"], {
       env: { ...process.env, DATABASE_URL: onNode(2) },
     }).toString();
@@ -75,5 +77,14 @@ describe("two instances on two Galera nodes", () => {
       if (code === "VALID") await new Promise((r) => setTimeout(r, 50));
     }
     expect(code).toBe("DISABLED");
+  });
+
+  it("a 10-per-window limit hammered by 100 parallel calls on both instances allows exactly 10, counted in the Redis Cluster", async () => {
+    const body = { namespace: "cluster_ns", identifier: `u${Date.now()}`, limit: 10, duration: 60_000 };
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => post(i % 2 === 0 ? a : b, "ratelimit.limit", body, rk)));
+    expect(results.filter((r) => r.status !== 200).map((r) => r.body)).toEqual([]);
+    expect(results.filter((r) => r.body.data.success)).toHaveLength(10);
+    // Shared, not each instance's own 10: neither fell back to local counters.
+    expect(a.output() + b.output()).not.toMatch(/Redis is unavailable|REDIS_URL names a node/);
   });
 });
