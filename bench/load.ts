@@ -1,7 +1,7 @@
 // The load generators and the server-side measurement `npm run bench` uses:
 // autocannon for HTTP, h2load (Debian's nghttp2-client) for gRPC, and the server
 // process's CPU time over the measured window read from /proc/<pid>/stat.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -52,8 +52,8 @@ export interface HttpLoad {
   connections: number;
 }
 
-/** autocannon for `seconds`, or for exactly `amount` requests when given; on CPU 1. */
-export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load & { ok: number } {
+/** autocannon's command line: `seconds` of load, or exactly `amount` requests when given. */
+function autocannonArgs(l: HttpLoad, seconds: number, amount?: number): string[] {
   const span = amount === undefined ? ["-d", String(seconds)] : ["-a", String(amount)];
   const args = [
     path.join(root, "node_modules", "autocannon", "autocannon.js"),
@@ -70,8 +70,11 @@ export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load 
   ];
   if (l.auth) args.push("-H", `authorization=${l.auth}`);
   args.push(l.url);
-  const [cmd, a] = pinned(1, process.execPath, args);
-  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
+  return args;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: autocannon's result is untyped JSON
+function toLoad(out: any, seconds: number, amount?: number): Load & { ok: number } {
   const ok = Number(out["2xx"] ?? 0);
   const non2xx = Number(out.non2xx ?? 0);
   const requests = ok + non2xx;
@@ -85,6 +88,27 @@ export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load 
     non2xx,
     ok,
   };
+}
+
+/** autocannon for `seconds`, or for exactly `amount` requests when given; on CPU 1. */
+export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load & { ok: number } {
+  const [cmd, a] = pinned(1, process.execPath, autocannonArgs(l, seconds, amount));
+  const out = JSON.parse(execFileSync(cmd, a, { maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "ignore"] }).toString());
+  return toLoad(out, seconds, amount);
+}
+
+/** autocannon for `seconds`, not pinned and not waited for: several can run at once (one per instance). */
+export function autocannonAsync(l: HttpLoad, seconds: number): Promise<Load & { ok: number }> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, autocannonArgs(l, seconds), { maxBuffer: 64 << 20 }, (err, stdout) => {
+      if (err) return reject(err);
+      try {
+        resolve(toLoad(JSON.parse(stdout), seconds));
+      } catch (e) {
+        reject(e);
+      }
+    });
+  });
 }
 
 /** Whether h2load answers, installing Debian's nghttp2-client when we are root and apt-get exists. */
