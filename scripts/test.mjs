@@ -9,7 +9,10 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
 const step = (label, cmd, args) => {
   process.stderr.write(`\n== ${label}\n`);
+  const started = Date.now();
   const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
+  // How long each step took, so that a slow CI says where its time went.
+  process.stderr.write(`== ${label}: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return r.status ?? 1;
 };
 
