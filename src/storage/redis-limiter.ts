@@ -20,11 +20,12 @@
 // of one hash slot. Each check's two counters share its hash tag, so one check
 // is always one slot; a turn's groups are split by slot, one script call per
 // slot. A group whose checks fall in several slots (a key's limits with its
-// identity's, ratelimit.multiLimit) is checked slot by slot, each part
-// all-or-nothing; when one part fails, the parts that passed are given back
-// (khRefund). It never allows more than a limit: while the give-back is on its
-// way (one round trip), a concurrent check of those counters sees them higher
-// than they will be and may be denied where one script would have allowed it.
+// identity's, ratelimit.multiLimit) is checked one slot after the other in slot
+// order, each part all-or-nothing; when a part is denied, the parts that counted
+// before it are given back (khRefund). It never allows more than a limit: while
+// a give-back is on its way (one round trip), a concurrent check of those
+// counters sees them higher than they will be and may be denied where one
+// script would have allowed it.
 
 import calculateSlot from "cluster-key-slot";
 import type { Cluster, Redis } from "ioredis";
@@ -175,8 +176,7 @@ export class RedisLimiter implements Limiter {
     let effective: number[];
     try {
       effective = await new Promise<number[]>((resolve, reject) => {
-        this.queue.push({ keys, args, size: checks.length, resolve, reject });
-        if (this.queue.length === 1) setImmediate(() => void this.flush());
+        this.enqueue({ keys, args, size: checks.length, resolve, reject });
       });
     } catch (err) {
       this.markDown(err as Error);
@@ -208,10 +208,22 @@ export class RedisLimiter implements Limiter {
     return sent;
   }
 
+  /** Queues a group for this turn's script calls, which go when the turn ends. */
+  private enqueue(g: Group): void {
+    this.queue.push(g);
+    if (this.queue.length === 1) setImmediate(() => void this.flush());
+  }
+
   /**
-   * A cluster's turn, slot by slot. A group within one slot goes as it is; a group
-   * over several is split into one part per slot, and answers when every part has:
-   * if a part failed, the parts that passed (and so counted) are given back first.
+   * A cluster's turn, slot by slot. A group within one slot goes as it is. A group
+   * over several slots is checked one slot after the other, in slot order: its
+   * part in the lowest slot goes in this turn; only when that part passed (and so
+   * counted) does the next part go, in a later turn. When a part is denied, the
+   * parts after it are read at cost 0 (so every check still reports its count),
+   * and the parts before it are given back. The fixed order matters: two callers
+   * that each counted one part first and were then denied on the other's would
+   * both fail (with a burst on two instances, all of them did), where in slot
+   * order the first slot decides who goes on.
    */
   private bySlot(queued: Group[]): Map<number, Group[]> {
     const slots = new Map<number, Group[]>();
@@ -222,55 +234,85 @@ export class RedisLimiter implements Limiter {
     };
     for (const g of queued) {
       const slotOf = Array.from({ length: g.size }, (_, i) => calculateSlot(g.keys[2 * i] as string));
-      const distinct = [...new Set(slotOf)];
-      if (distinct.length === 1) {
-        put(distinct[0] as number, g);
-        continue;
-      }
-      const effective: number[] = new Array(g.size).fill(0);
-      const parts = distinct.map((slot) => {
-        const at = slotOf.flatMap((s, i) => (s === slot ? [i] : []));
-        return {
-          slot,
-          at,
-          keys: at.flatMap((i) => [g.keys[2 * i] as string, g.keys[2 * i + 1] as string]),
-          args: at.flatMap((i) => g.args.slice(5 * i, 5 * i + 5)),
-        };
-      });
-      let waiting = parts.length;
-      let failed: unknown;
-      const passed: (typeof parts)[number][] = [];
-      let anyDenied = false;
-      const settle = () => {
-        if (--waiting > 0) return;
-        // Some part did not count (denied, or its call failed): give back the parts that did.
-        const refunds = anyDenied || failed !== undefined ? passed.flatMap((p) => p.at.map((i) => this.refund(g, i))) : [];
-        void Promise.all(refunds).then(() => (failed === undefined ? g.resolve(effective) : g.reject(failed)));
-      };
-      for (const p of parts) {
-        put(p.slot, {
-          keys: p.keys,
-          args: p.args,
-          size: p.at.length,
-          resolve: (eff) => {
-            let ok = true;
-            p.at.forEach((i, j) => {
-              effective[i] = eff[j] as number;
-              const limit = Number(g.args[5 * i]);
-              if (limit <= 0 || Number(eff[j]) > limit) ok = false;
-            });
-            if (ok) passed.push(p);
-            else anyDenied = true;
-            settle();
-          },
-          reject: (err) => {
-            failed = err;
-            settle();
-          },
-        });
-      }
+      const distinct = [...new Set(slotOf)].sort((x, y) => x - y);
+      if (distinct.length === 1) put(distinct[0] as number, g);
+      else this.inSlotOrder(g, slotOf, distinct, put);
     }
     return slots;
+  }
+
+  private inSlotOrder(g: Group, slotOf: number[], distinct: number[], put: (slot: number, g: Group) => void): void {
+    const parts = distinct.map((slot) => ({ slot, at: slotOf.flatMap((s, i) => (s === slot ? [i] : [])) }));
+    const effective: number[] = new Array(g.size).fill(0);
+    const counted: (typeof parts)[number][] = [];
+    const cost = (i: number) => Number(g.args[5 * i + 1]);
+    /** A part as a group of its own; read-only (cost 0) when `counting` is false. */
+    const partGroup = (p: (typeof parts)[number], counting: boolean, resolve: (eff: number[]) => void, reject: (err: unknown) => void): Group => ({
+      keys: p.at.flatMap((i) => [g.keys[2 * i] as string, g.keys[2 * i + 1] as string]),
+      args: p.at.flatMap((i) => {
+        const a = g.args.slice(5 * i, 5 * i + 5);
+        if (!counting) a[1] = 0;
+        return a;
+      }),
+      size: p.at.length,
+      resolve,
+      reject,
+    });
+    /** Records a part's counts (a read at cost 0 adds the cost it would have had); true if every check passed. */
+    const record = (p: (typeof parts)[number], eff: number[], counting: boolean): boolean => {
+      let ok = true;
+      p.at.forEach((i, j) => {
+        effective[i] = Number(eff[j]) + (counting ? 0 : cost(i));
+        const limit = Number(g.args[5 * i]);
+        if (limit <= 0 || (effective[i] as number) > limit) ok = false;
+      });
+      return ok;
+    };
+    const finish = async (err?: unknown) => {
+      await Promise.all(counted.flatMap((p) => p.at.map((i) => this.refund(g, i))));
+      if (err === undefined) g.resolve(effective);
+      else g.reject(err);
+    };
+    const readRest = (from: number) => {
+      const rest = parts.slice(from);
+      if (rest.length === 0) return void finish();
+      let waiting = rest.length;
+      let failed: unknown;
+      for (const p of rest) {
+        this.enqueue(
+          partGroup(
+            p,
+            false,
+            (eff) => {
+              record(p, eff, false);
+              if (--waiting === 0) void finish(failed);
+            },
+            (err) => {
+              failed = err;
+              if (--waiting === 0) void finish(failed);
+            },
+          ),
+        );
+      }
+    };
+    const step = (k: number, submit: (slot: number, part: Group) => void) => {
+      const p = parts[k] as (typeof parts)[number];
+      submit(
+        p.slot,
+        partGroup(
+          p,
+          true,
+          (eff) => {
+            if (!record(p, eff, true)) return readRest(k + 1);
+            counted.push(p);
+            if (k + 1 < parts.length) step(k + 1, (_slot, part) => this.enqueue(part));
+            else g.resolve(effective);
+          },
+          (err) => void finish(err),
+        ),
+      );
+    };
+    step(0, put);
   }
 
   /** Gives back check i of group g; a failure only leaves that counter high until its window ends. */
