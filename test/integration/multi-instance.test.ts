@@ -163,7 +163,10 @@ describe.skipIf(inject("redisClusterUrl") === "")("two instances sharing a Redis
     for (const inst of [a, b]) (inst.deps as { clock: { now(): number } }).clock = { now: () => now };
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/keys.verifyKey", { key: k.key }, rk)));
     expect(results.filter((r) => r.status !== 200).map((r) => r.text)).toEqual([]);
-    expect(results.filter((r) => r.body.data.code === "VALID"), JSON.stringify(results.slice(0, 3).map((r) => r.body.data))).toHaveLength(15);
+    expect(
+      results.filter((r) => r.body.data.code === "VALID"),
+      JSON.stringify(results.slice(0, 3).map((r) => r.body.data)),
+    ).toHaveLength(15);
     // The identity's 15 are spent for all its keys, on both instances.
     expect((await b.post("/v2/keys.verifyKey", { key: other.key }, rk)).body.data.code).toBe("RATE_LIMITED");
     for (const inst of [a, b]) {
