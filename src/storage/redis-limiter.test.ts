@@ -94,7 +94,9 @@ describe.each([
     expect(l.degraded()).toBe(false);
   });
 
-  it.skipIf(target !== "one Redis")("sends the checks of one turn as one script call, each call all-or-nothing on its own, counted in order", async () => {
+  // On a cluster the calls are split by slot: see "checks over several slots" below.
+  const oneRedisOnly = target === "one Redis" ? it : () => undefined;
+  oneRedisOnly("sends the checks of one turn as one script call, each call all-or-nothing on its own, counted in order", async () => {
     const l = await limiter();
     // What each script call carried: its groups' sizes.
     const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
