@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import calculateSlot from "cluster-key-slot";
-import type { Cluster } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { type RedisSentinelProcess, startRedisSentinel } from "../../test/redis-sentinel.js";
 import type { Logger } from "../core/logger.js";
@@ -223,17 +223,21 @@ describe.each([
 });
 
 /** Two counter names whose checks land in different hash slots of a cluster. */
-function twoSlots(l: RedisLimiter, a: string, b: string): [string, string] {
+function twoSlots(l: RedisLimiter, a: string, b: string, order?: "a first" | "b first"): [string, string] {
   const slot = (name: string) => calculateSlot(`${(l as unknown as { prefix: string }).prefix}{${name}}:x`);
-  for (let i = 0; ; i++) if (slot(a) !== slot(`${b}${i}`)) return [a, `${b}${i}`];
+  for (let i = 0; ; i++) {
+    const [sa, sb] = [slot(a), slot(`${b}${i}`)];
+    if (sa !== sb && (order === undefined || (order === "a first") === sa < sb)) return [a, `${b}${i}`];
+  }
 }
 
 describe.skipIf(CLUSTER_URL === "")("RedisLimiter on a Redis Cluster: checks over several slots", () => {
-  it("a call over two slots is split by slot, all-or-nothing: the part that passed is given back", async () => {
+  it("a call over two slots goes slot by slot: the part in the lower slot counts, and is given back when the next is denied", async () => {
     const log = logger();
     const l = await limiterOn(CLUSTER_URL, { log });
-    const [a, b] = twoSlots(l, "a", "b");
+    const [a, b] = twoSlots(l, "a", "b", "a first");
     const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
+    const refund = vi.spyOn(l as unknown as { refund(g: unknown, i: number): Promise<void> }, "refund");
     expect(await passes(l, 2, chk(b, 2), T0)).toBe(2); // b is full
     send.mockClear();
     const r = await l.check([chk(a, 5, 2), chk(b, 2)], T0);
@@ -241,22 +245,45 @@ describe.skipIf(CLUSTER_URL === "")("RedisLimiter on a Redis Cluster: checks ove
     expect(r.map((x) => x.passed)).toEqual([true, false]);
     expect(r[0]!.remaining).toBe(5);
     // a counted 2 in its own slot, then had them given back: all 5 are there.
+    expect(refund.mock.calls.map(([, i]) => i)).toEqual([0]);
     expect(await passes(l, 6, chk(a, 5), T0)).toBe(5);
     expect(log.lines).toEqual([]);
   });
 
-  it("200 concurrent calls over two slots (limits 50 and 30): exactly 30 pass, and both counters hold 30", async () => {
-    const log = logger();
-    const l = await limiterOn(CLUSTER_URL, { log });
-    const [a, b] = twoSlots(l, "wide", "narrow");
-    const results = await Promise.all(Array.from({ length: 200 }, () => l.check([chk(a, 50), chk(b, 30)], T0 + 10)));
-    expect(results.filter((r) => r.every((x) => x.passed))).toHaveLength(30);
-    const used = async (key: string) => 1_000 - (await l.check([chk(key, 1_000, 0)], T0 + 10))[0]!.remaining;
-    expect(await used(a)).toBe(30);
-    expect(await used(b)).toBe(30);
-    // Counted in the cluster, not by the local fallback.
-    expect(log.lines).toEqual([]);
+  it("when the part in the lower slot is denied, the other is only read (with its cost, never counted): nothing to give back", async () => {
+    const l = await limiterOn(CLUSTER_URL);
+    const m = new MemoryLimiter();
+    try {
+      const [b, t] = twoSlots(l, "full", "t", "a first");
+      for (const lim of [l, m]) expect(await passes(lim, 2, chk(b, 2), T0)).toBe(2);
+      const refund = vi.spyOn(l as unknown as { refund(g: unknown, i: number): Promise<void> }, "refund");
+      // t named three times: each reports the cost of those before it, as one Redis (and memory) would.
+      const batch = [chk(b, 2), chk(t, 5, 2), chk(t, 5, 2), chk(t, 5, 2)];
+      const r = await l.check(batch, T0);
+      expect(r).toEqual(await m.check(batch, T0));
+      expect(r.map((x) => x.passed)).toEqual([false, true, true, false]);
+      expect(refund).not.toHaveBeenCalled();
+      expect(await passes(l, 6, chk(t, 5), T0)).toBe(5);
+    } finally {
+      await m.close();
+    }
   });
+
+  it.each(["a first", "b first"] as const)(
+    "200 concurrent calls over two slots (limits 50 and 30, %s): exactly 30 pass, and both counters hold 30",
+    async (order) => {
+      const log = logger();
+      const l = await limiterOn(CLUSTER_URL, { log });
+      const [a, b] = twoSlots(l, "wide", "narrow", order);
+      const results = await Promise.all(Array.from({ length: 200 }, () => l.check([chk(a, 50), chk(b, 30)], T0 + 10)));
+      expect(results.filter((r) => r.every((x) => x.passed))).toHaveLength(30);
+      const used = async (key: string) => 1_000 - (await l.check([chk(key, 1_000, 0)], T0 + 10))[0]!.remaining;
+      expect(await used(a)).toBe(30);
+      expect(await used(b)).toBe(30);
+      // Counted in the cluster, not by the local fallback.
+      expect(log.lines).toEqual([]);
+    },
+  );
 
   it("two instances on the cluster, 100 parallel calls over two slots (limits 40 and 15), five times: exactly 15 each time", async () => {
     // Both limits bind part of the burst. Checked slot by slot in no fixed order,
@@ -273,6 +300,18 @@ describe.skipIf(CLUSTER_URL === "")("RedisLimiter on a Redis Cluster: checks ove
       expect(results.filter((r) => r.every((c) => c.passed))).toHaveLength(15);
     }
     expect(log.lines).toEqual([]);
+  });
+
+  it("once marked down, it is found back by the probe, with no check made meanwhile, and the probe stops", async () => {
+    const log = logger();
+    const l = await limiterOn(CLUSTER_URL, { log });
+    const inner = l as unknown as { markDown(err: Error): void; probe: NodeJS.Timeout | undefined };
+    inner.markDown(new Error("a master did not answer"));
+    expect(l.degraded()).toBe(true);
+    expect(inner.probe).toBeDefined();
+    await until(() => !l.degraded(), 5_000);
+    expect(inner.probe).toBeUndefined();
+    expect(log.lines.map((x) => x.level)).toEqual(["warn", "info"]);
   });
 
   it("REDIS_URL=redis:// at one node of a cluster says plainly to use redis-cluster://, and answers from the fallback", async () => {
@@ -307,8 +346,8 @@ describe("RedisLimiter through Sentinel", () => {
     expect(onMaster).toHaveLength(1);
     expect(log.lines).toEqual([]);
 
-    // Let the replica take the writes, then kill the master.
-    await new Promise((r) => setTimeout(r, 200));
+    // The replica has the writes (WAIT: until one replica acknowledged them), then the master is killed.
+    expect(await (l.redis as Redis).wait(1, 5_000)).toBe(1);
     sentinel.master.process.kill("SIGKILL");
     const killed = Date.now();
     // Answers go on (from local counters) until the sentinel has promoted the replica.

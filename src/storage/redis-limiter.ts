@@ -36,7 +36,7 @@ import { connectRedis, parseRedisUrl } from "./redis-client.js";
 export type WhenRedisDown = "local" | "open" | "closed";
 
 export interface RedisLimiterOptions {
-  /** redis:// or rediss:// URL. */
+  /** REDIS_URL: one Redis, a Redis Cluster or Sentinel (src/storage/redis-client.ts). */
   url: string;
   log: Logger;
   /** What to answer while Redis cannot be used. Default "local". */
@@ -53,7 +53,8 @@ export interface RedisLimiterOptions {
 
 // KEYS: per check i (all groups' checks in order), [2i-1] = current window
 // counter, [2i] = previous window counter.
-// ARGV: [1] = number of groups G, [2..G+1] = checks in each group, then per check
+// ARGV: [1] = number of groups G, [2..G+1] = checks in each group (negative: a
+// read-only group, evaluated with its costs but never counted), then per check
 // i five values from index G+1+5(i-1)+1: limit, cost, ms since window start,
 // duration, ttl ms.
 // Returns the effective count of every check (cur + pending + trunc(prev × (1 − elapsed)) + cost).
@@ -62,7 +63,10 @@ local groups = tonumber(ARGV[1])
 local eff = {}
 local first = 1
 for g = 1, groups do
-  local last = first + tonumber(ARGV[1 + g]) - 1
+  local size = tonumber(ARGV[1 + g])
+  local readonly = size < 0
+  if readonly then size = -size end
+  local last = first + size - 1
   local pending = {}
   local all = true
   for i = first, last do
@@ -80,7 +84,7 @@ for g = 1, groups do
     eff[i] = e
     if limit <= 0 or e > limit then all = false end
   end
-  if all then
+  if all and not readonly then
     for i = first, last do
       local a = 1 + groups + (i - 1) * 5
       if tonumber(ARGV[a + 2]) > 0 then
@@ -109,6 +113,8 @@ interface Group {
   keys: string[];
   args: (string | number)[];
   size: number;
+  /** Evaluated with its costs, never counted (the rest of a denied group on a cluster). */
+  readOnly?: boolean;
   resolve: (effective: number[]) => void;
   reject: (err: unknown) => void;
 }
@@ -135,6 +141,10 @@ export class RedisLimiter implements Limiter {
   private toldCluster = false;
   /** While down: a probe every second, so that recovery is seen without traffic (and /readyz turns 200 again). */
   private probe: NodeJS.Timeout | undefined;
+  /** Bumped by every markDown: a probe started before the last one may not declare Redis back. */
+  private downs = 0;
+  /** Groups over several slots still going through their parts (close() waits for them). */
+  private readonly spanning = new Set<Promise<void>>();
   /** check() calls of this turn, sent together when it ends. */
   private queue: Group[] = [];
 
@@ -150,7 +160,8 @@ export class RedisLimiter implements Limiter {
     this.redis.defineCommand("khRefund", { lua: REFUND, numberOfKeys: 1 });
     this.redis.on("error", (err: Error) => this.markDown(err));
     this.redis.on("close", () => this.markDown(new Error("connection to Redis closed")));
-    this.redis.on("ready", () => this.markUp());
+    // A cluster is "ready" once its slot map is read, whatever its masters' state: the probe decides.
+    this.redis.on("ready", () => (this.cluster ? this.probeOnce() : this.markUp()));
   }
 
   /** True while answers come from the fallback rather than shared Redis counters. */
@@ -242,73 +253,85 @@ export class RedisLimiter implements Limiter {
   }
 
   private inSlotOrder(g: Group, slotOf: number[], distinct: number[], put: (slot: number, g: Group) => void): void {
-    const parts = distinct.map((slot) => ({ slot, at: slotOf.flatMap((s, i) => (s === slot ? [i] : [])) }));
+    type Part = { slot: number; at: number[] };
+    const parts: Part[] = distinct.map((slot) => ({ slot, at: slotOf.flatMap((s, i) => (s === slot ? [i] : [])) }));
     const effective: number[] = new Array(g.size).fill(0);
-    const counted: (typeof parts)[number][] = [];
-    const cost = (i: number) => Number(g.args[5 * i + 1]);
-    /** A part as a group of its own; read-only (cost 0) when `counting` is false. */
-    const partGroup = (p: (typeof parts)[number], counting: boolean, resolve: (eff: number[]) => void, reject: (err: unknown) => void): Group => ({
+    const counted: Part[] = [];
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    this.spanning.add(done);
+    const end = (outcome: { effective: number[] } | { err: unknown }) => {
+      this.spanning.delete(done);
+      settle();
+      if ("err" in outcome) g.reject(outcome.err);
+      else g.resolve(outcome.effective);
+    };
+    /** A part as a group of its own; read-only parts are evaluated with their costs and never counted. */
+    const partGroup = (p: Part, readOnly: boolean, resolve: (eff: number[]) => void, reject: (err: unknown) => void): Group => ({
       keys: p.at.flatMap((i) => [g.keys[2 * i] as string, g.keys[2 * i + 1] as string]),
-      args: p.at.flatMap((i) => {
-        const a = g.args.slice(5 * i, 5 * i + 5);
-        if (!counting) a[1] = 0;
-        return a;
-      }),
+      args: p.at.flatMap((i) => g.args.slice(5 * i, 5 * i + 5)),
       size: p.at.length,
+      readOnly,
       resolve,
       reject,
     });
-    /** Records a part's counts (a read at cost 0 adds the cost it would have had); true if every check passed. */
-    const record = (p: (typeof parts)[number], eff: number[], counting: boolean): boolean => {
+    /** Records a part's counts; true if every check passed. */
+    const record = (p: Part, eff: number[]): boolean => {
       let ok = true;
       p.at.forEach((i, j) => {
-        effective[i] = Number(eff[j]) + (counting ? 0 : cost(i));
+        effective[i] = Number(eff[j]);
         const limit = Number(g.args[5 * i]);
         if (limit <= 0 || (effective[i] as number) > limit) ok = false;
       });
       return ok;
     };
-    const finish = async (err?: unknown) => {
-      await Promise.all(counted.flatMap((p) => p.at.map((i) => this.refund(g, i))));
-      if (err === undefined) g.resolve(effective);
-      else g.reject(err);
-    };
-    const readRest = (from: number) => {
-      const rest = parts.slice(from);
-      if (rest.length === 0) return void finish();
-      let waiting = rest.length;
-      let failed: unknown;
-      for (const p of rest) {
-        this.enqueue(
-          partGroup(
-            p,
-            false,
-            (eff) => {
-              record(p, eff, false);
-              if (--waiting === 0) void finish(failed);
-            },
-            (err) => {
-              failed = err;
-              if (--waiting === 0) void finish(failed);
-            },
-          ),
-        );
-      }
+    /**
+     * Part `from - 1` was denied: the group is denied. The parts that counted are
+     * given back at once; the parts after it are read (so each check reports its
+     * count), and one whose read fails is reported as not passed: the answer is a
+     * denial either way.
+     */
+    const denied = (from: number) => {
+      const refunds = counted.flatMap((p) => p.at.map((i) => this.refund(g, i)));
+      const reads = parts.slice(from).map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            const unread = () => {
+              for (const i of p.at) effective[i] = Number.MAX_SAFE_INTEGER;
+              resolve();
+            };
+            this.enqueue(
+              partGroup(
+                p,
+                true,
+                (eff) => {
+                  record(p, eff);
+                  resolve();
+                },
+                unread,
+              ),
+            );
+          }),
+      );
+      void Promise.all([...refunds, ...reads]).then(() => end({ effective }));
     };
     const step = (k: number, submit: (slot: number, part: Group) => void) => {
-      const p = parts[k] as (typeof parts)[number];
+      const p = parts[k] as Part;
       submit(
         p.slot,
         partGroup(
           p,
-          true,
+          false,
           (eff) => {
-            if (!record(p, eff, true)) return readRest(k + 1);
+            if (!record(p, eff)) return denied(k + 1);
             counted.push(p);
             if (k + 1 < parts.length) step(k + 1, (_slot, part) => this.enqueue(part));
-            else g.resolve(effective);
+            else end({ effective });
           },
-          (err) => void finish(err),
+          // The call failed (timeout, node down): give back what counted, and let the caller fall back.
+          (err) => void Promise.all(counted.flatMap((c) => c.at.map((i) => this.refund(g, i)))).then(() => end({ err })),
         ),
       );
     };
@@ -332,7 +355,7 @@ export class RedisLimiter implements Limiter {
     const args: (string | number)[] = [];
     for (const g of groups) {
       keys.push(...g.keys);
-      sizes.push(g.size);
+      sizes.push(g.readOnly === true ? -g.size : g.size);
       args.push(...g.args);
     }
     try {
@@ -384,8 +407,10 @@ export class RedisLimiter implements Limiter {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.probe);
-    // Checks of this turn go out before the connection is closed (their scheduled flush finds nothing left).
+    // Checks of this turn go out before the connection is closed (their scheduled flush finds nothing left),
+    // and groups over several slots finish their parts and give-backs.
     await Promise.all(this.flush());
+    for (let rounds = 0; this.spanning.size > 0 && rounds < 100; rounds++) await Promise.all([...this.spanning]);
     await this.local.close();
     if (this.redis.status === "ready") {
       try {
@@ -416,12 +441,19 @@ export class RedisLimiter implements Limiter {
     });
   }
 
+  /** Asks whether Redis answers; marks it back only if it was not marked down again meanwhile. */
+  private probeOnce(): void {
+    const downs = this.downs;
+    void this.answers().then((ok) => {
+      if (ok && downs === this.downs) this.markUp();
+    });
+  }
+
   private markDown(err: Error): void {
     if (this.down || this.closing) return;
     this.down = true;
-    this.probe = setInterval(() => {
-      void this.answers().then((ok) => ok && this.markUp());
-    }, 1_000);
+    this.downs++;
+    this.probe = setInterval(() => this.probeOnce(), 1_000);
     this.probe.unref();
     this.log.warn(
       { err: { message: err.message }, fallback: this.whenDown },
