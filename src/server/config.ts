@@ -34,6 +34,8 @@ export interface Config {
   dbQueryTimeoutMs: number;
   /** Where the shared rate-limit counters live: one Redis, a Redis Cluster or Sentinel (src/storage/redis-client.ts). Undefined = in-memory counters. */
   redisUrl: string | undefined;
+  /** Longest a rate-limit call to Redis may take before it is answered from the fallback (RATELIMIT_WHEN_REDIS_DOWN). */
+  redisCommandTimeoutMs: number;
   /** How rate limits are answered while Redis is unreachable. */
   ratelimitWhenRedisDown: "local" | "open" | "closed";
   /** How long verification counts (the usage charts) are kept. */
@@ -187,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
     dbConnectTimeoutMs: int("DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),
     dbQueryTimeoutMs: int("DB_QUERY_TIMEOUT_MS", 15_000, 100, 3_600_000),
+    redisCommandTimeoutMs: int("REDIS_COMMAND_TIMEOUT_MS", 200, 10, 60_000),
     redisUrl,
     ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
     usageRetentionDays: int("USAGE_RETENTION_DAYS", 90, 1, 3_650),

@@ -104,7 +104,9 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   sweepUsage.unref();
   // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
   const limiter: Limiter =
-    config.redisUrl !== undefined ? new RedisLimiter({ url: config.redisUrl, log, whenDown: config.ratelimitWhenRedisDown }) : new MemoryLimiter();
+    config.redisUrl !== undefined
+      ? new RedisLimiter({ url: config.redisUrl, log, whenDown: config.ratelimitWhenRedisDown, commandTimeoutMs: config.redisCommandTimeoutMs })
+      : new MemoryLimiter();
   const degraded = (): string[] => [...(limiter.degraded?.() === true ? ["redis"] : []), ...(invalidations.stale ? ["invalidation-log"] : [])];
   const deps: Deps = {
     pool,

@@ -31,7 +31,7 @@ describe("parseRedisUrl", () => {
   });
 
   it("redis-sentinel:// lists the sentinels and names the master; db and sentinelPassword are optional", () => {
-    expect(parseRedisUrl("redis-sentinel://:pw@s1:26379,s2/mymaster?db=3&sentinelPassword=sp")).toEqual({
+    expect(parseRedisUrl("redis-sentinel://:pw@s1:26379,s2/mymaster?db=3&sentinelPassword=s%26p+q")).toEqual({
       mode: "sentinel",
       sentinels: [
         { host: "s1", port: 26379 },
@@ -41,7 +41,7 @@ describe("parseRedisUrl", () => {
       db: 3,
       username: undefined,
       password: "pw",
-      sentinelPassword: "sp",
+      sentinelPassword: "s&p+q",
       tls: false,
     });
   });
@@ -54,7 +54,7 @@ describe("parseRedisUrl", () => {
     ["redis-cluster://a:70010", '"a:70010" is not host:port'],
     ["redis-cluster://a:0", '"a:0" is not host:port'],
     ["redis-cluster://a:7001/1", "a Redis Cluster has only database 0"],
-    ["redis-cluster://a:7001?db=1", "redis-cluster:// takes no parameters"],
+    ["redis-cluster://a:7001?db=1", "redis-cluster:// takes no parameters (got db)"],
     ["redis-sentinel://s1:26379", "needs the master's name as its path"],
     ["redis-sentinel://s1:26379/a/b", "needs the master's name as its path"],
     ["redis-sentinel://s1/m?db=x", "db must be a database number (got x)"],
@@ -64,8 +64,19 @@ describe("parseRedisUrl", () => {
     expect(() => parseRedisUrl(url)).toThrow(message);
   });
 
+  it("an error never repeats a parameter's value (sentinelPassword is a secret)", () => {
+    expect(() => parseRedisUrl("redis-cluster://a:7001?sentinelPassword=hunter2")).toThrow(/takes no parameters \(got sentinelPassword\)$/);
+    expect(() => parseRedisUrl("redis-sentinel://s1/m?sentinelPasswd=hunter2")).toThrow(
+      /^REDIS_URL: unknown parameter sentinelPasswd \(redis-sentinel:\/\/ takes db and sentinelPassword\)$/,
+    );
+  });
+
   it("a wrong REDIS_URL stops the start with that message", () => {
     expect(() => loadConfig({ REDIS_URL: "redis-cluster://a:7001/1" })).toThrow(/REDIS_URL: a Redis Cluster has only database 0/);
     expect(loadConfig({ REDIS_URL: "redis-sentinel://s1,s2/mymaster" }).redisUrl).toBe("redis-sentinel://s1,s2/mymaster");
+    // How long a call may take before the fallback answers: 200 ms unless set, within 10 ms to 60 s.
+    expect(loadConfig({}).redisCommandTimeoutMs).toBe(200);
+    expect(loadConfig({ REDIS_COMMAND_TIMEOUT_MS: "750" }).redisCommandTimeoutMs).toBe(750);
+    expect(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: "5" })).toThrow(/REDIS_COMMAND_TIMEOUT_MS/);
   });
 });

@@ -70,10 +70,16 @@ export function parseRedisUrl(url: string): RedisTarget {
     username = decode(colon >= 0 ? userinfo.slice(0, colon) : userinfo) || undefined;
     password = colon >= 0 ? decode(userinfo.slice(colon + 1)) : undefined;
   }
-  const params = new URLSearchParams(query);
+  // Parameters are percent-decoded like the user name and password ("+" stays "+"); their values are
+  // never repeated in an error, since sentinelPassword is a secret.
+  const params = new Map<string, string>();
+  for (const pair of query === "" ? [] : query.split("&")) {
+    const eq = pair.indexOf("=");
+    params.set(decode(eq >= 0 ? pair.slice(0, eq) : pair), decode(eq >= 0 ? pair.slice(eq + 1) : ""));
+  }
   if (kind[2] === "cluster") {
     if (path !== "") throw new Error("REDIS_URL: a Redis Cluster has only database 0; remove the path after the hosts");
-    if ([...params.keys()].length > 0) throw new Error(`REDIS_URL: redis-cluster:// takes no parameters (got ?${query})`);
+    if (params.size > 0) throw new Error(`REDIS_URL: redis-cluster:// takes no parameters (got ${[...params.keys()].join(", ")})`);
     return { mode: "cluster", nodes, username, password, tls };
   }
   const name = decode(path);
@@ -91,7 +97,7 @@ function decode(s: string): string {
   try {
     return decodeURIComponent(s);
   } catch {
-    throw new Error("REDIS_URL: the user name or password is not valid percent-encoding");
+    throw new Error("REDIS_URL: the user name, the password or a parameter is not valid percent-encoding");
   }
 }
 

@@ -211,8 +211,12 @@ describe("failover under load: a Galera node, then a Redis master, killed", () =
     expect(created.length).toBeGreaterThan(100);
     expect(lost).toEqual([]);
 
-    const remaining = (await post(b, "keys.verifyKey", { key: creditKey }, rk)).body.data;
-    expect(remaining.code).toBe(validCredit === CREDITS ? "USAGE_EXCEEDED" : "VALID");
+    // A spend answered with a 503 may have counted: only then may the credits be gone with fewer VALID.
+    const unanswered = answers.filter((x) => x.op === "verifyCredits" && x.status !== 200).length;
+    const after = (await post(b, "keys.verifyKey", { key: creditKey }, rk)).body.data;
+    if (validCredit === CREDITS) expect(after.code).toBe("USAGE_EXCEEDED");
+    else if (unanswered === 0) expect(after.code).toBe("VALID");
+    else expect(["VALID", "USAGE_EXCEEDED"]).toContain(after.code);
   }, 180_000);
 
   it("after the failover, rate limits are shared again across the instances: 100 parallel calls against 10 allow exactly 10", async () => {
