@@ -81,10 +81,14 @@ describe("two instances on two Galera nodes", () => {
 
   it("a 10-per-window limit hammered by 100 parallel calls on both instances allows exactly 10, counted in the Redis Cluster", async () => {
     const body = { namespace: "cluster_ns", identifier: `u${Date.now()}`, limit: 10, duration: 60_000 };
+    // Only what is logged from here on counts: a cluster that is still settling (the
+    // failover test before this one restarts a master) may fail ioredis's ready check
+    // at start, which is logged and over within milliseconds.
+    const [fromA, fromB] = [a.output().length, b.output().length];
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => post(i % 2 === 0 ? a : b, "ratelimit.limit", body, rk)));
     expect(results.filter((r) => r.status !== 200).map((r) => r.body)).toEqual([]);
+    // Shared, not each instance's own 10 (that would let 20 through).
     expect(results.filter((r) => r.body.data.success)).toHaveLength(10);
-    // Shared, not each instance's own 10: neither fell back to local counters.
-    expect(a.output() + b.output()).not.toMatch(/Redis is unavailable|REDIS_URL names a node/);
+    expect(a.output().slice(fromA) + b.output().slice(fromB)).not.toMatch(/Redis is unavailable|REDIS_URL names a node/);
   });
 });
