@@ -11,6 +11,12 @@ import { LRUCache } from "lru-cache";
 export interface LimitCheck {
   /** Counter identity: workspace, scope (namespace or limit name) and identifier. */
   key: string;
+  /**
+   * Counters with the same tag live in one hash slot of a Redis Cluster, so that
+   * checks made together are one atomic script call there (a key's limits carry
+   * its identity's tag). Without a tag a counter is a slot of its own.
+   */
+  slotTag?: string | undefined;
   limit: number;
   duration: number;
   cost: number;

@@ -269,6 +269,30 @@ describe.skipIf(CLUSTER_URL === "")("RedisLimiter on a Redis Cluster: checks ove
     }
   });
 
+  it("checks that share a slot tag are one slot: one script call, all-or-nothing in Redis, nothing to give back", async () => {
+    const l = await limiterOn(CLUSTER_URL);
+    const tag = "ws|identity|id_1";
+    // Without the tag these two names hash to different slots.
+    const [own, shared] = twoSlots(l, "ws|key|per_key|key_1", "ws|identity|per_user|id_1");
+    const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
+    const refund = vi.spyOn(l as unknown as { refund(g: unknown, i: number): Promise<void> }, "refund");
+    const checks = [
+      { ...chk(own, 40), slotTag: tag },
+      { ...chk(shared, 15), slotTag: tag },
+    ];
+    const results = await Promise.all(Array.from({ length: 100 }, () => l.check(checks, T0 + 10)));
+    expect(results.filter((r) => r.every((x) => x.passed))).toHaveLength(15);
+    expect(send.mock.calls.map(([groups]) => groups.length)).toEqual([100]);
+    expect(refund).not.toHaveBeenCalled();
+    const used = async (key: string) => 1_000 - (await l.check([{ ...chk(key, 1_000, 0), slotTag: tag }], T0 + 10))[0]!.remaining;
+    expect(await used(own)).toBe(15);
+    expect(await used(shared)).toBe(15);
+    // The tag is the counter key's hash tag.
+    const p = (l as unknown as { prefix: string }).prefix;
+    const keys = await keysOf(l, `${p}*`);
+    expect(keys.sort()).toEqual([own, shared].map((k) => `${p}{${tag}}${k}:${D}:${Math.floor((T0 + 10) / D)}`).sort());
+  });
+
   it.each(["a first", "b first"] as const)(
     "200 concurrent calls over two slots (limits 50 and 30, %s): exactly 30 pass, and both counters hold 30",
     async (order) => {

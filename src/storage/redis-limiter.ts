@@ -424,7 +424,8 @@ export class RedisLimiter implements Limiter {
   }
 
   private counterKey(c: LimitCheck, seq: number): string {
-    return `${this.prefix}{${c.key}}:${c.duration}:${seq}`;
+    // The part in braces is the hash tag: the counter's own name, or the tag it shares.
+    return c.slotTag === undefined ? `${this.prefix}{${c.key}}:${c.duration}:${seq}` : `${this.prefix}{${c.slotTag}}${c.key}:${c.duration}:${seq}`;
   }
 
   private fallback(checks: readonly LimitCheck[], now: number): LimitResult[] {

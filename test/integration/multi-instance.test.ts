@@ -1,6 +1,6 @@
 // Two keyhold instances on one database, as behind a load balancer: credits are
 // exact across them, and a change made on one is seen by the other within 1 s.
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import { api, key, midMinute } from "../fixtures.js";
 import { type Instance, useHarness } from "../harness.js";
 
@@ -149,7 +149,7 @@ describe.skipIf(inject("redisClusterUrl") === "")("two instances sharing a Redis
   // every test file at once, a script call can take longer than the default 200 ms.
   const env = { REDIS_URL: CLUSTER, REDIS_COMMAND_TIMEOUT_MS: "2000" };
 
-  it("a key's limit with its identity's, over two slots: 100 parallel verifications on two instances give exactly the tighter limit", async () => {
+  it("a key's limit with its identity's, in one slot (the identity's tag): 100 parallel verifications on two instances give exactly the tighter limit", async () => {
     const a = await h.otherInstance(env);
     const b = await h.otherInstance(env);
     const rk = await h.rootKey(["*"]);
@@ -164,7 +164,12 @@ describe.skipIf(inject("redisClusterUrl") === "")("two instances sharing a Redis
     const other = await key(h, rk, apiId, { externalId: "cluster_user" });
     const now = midMinute();
     for (const inst of [a, b]) (inst.deps as { clock: { now(): number } }).clock = { now: () => now };
+    // What each instance sends to Redis: every verification one group of both checks.
+    const sent = [a, b].map((inst) => vi.spyOn(inst.deps.limiter as unknown as { send(groups: { size: number }[]): Promise<void> }, "send"));
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).post("/v2/keys.verifyKey", { key: k.key }, rk)));
+    const sizes = sent.flatMap((spy) => spy.mock.calls.flatMap(([groups]) => groups.map((g) => g.size)));
+    expect(sizes).toHaveLength(100);
+    expect(new Set(sizes)).toEqual(new Set([2]));
     expect(results.filter((r) => r.status !== 200).map((r) => r.text)).toEqual([]);
     expect(
       results.filter((r) => r.body.data.code === "VALID"),
