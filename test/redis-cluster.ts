@@ -9,6 +9,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { redisInstalled } from "./redis-processes.js";
 
 const run = promisify(execFile);
 
@@ -45,12 +46,7 @@ async function clusterState(port: number): Promise<string> {
 
 /** Starts the cluster, or answers undefined when redis-server or redis-cli is not installed. */
 export async function startRedisCluster(masters = 3): Promise<RedisClusterProcess | undefined> {
-  try {
-    await run("redis-cli", ["--version"]);
-    await run("redis-server", ["--version"]);
-  } catch {
-    return undefined;
-  }
+  if (!(await redisInstalled())) return undefined;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-redis-cluster-"));
   const ports: number[] = [];
   const children: ChildProcess[] = [];

@@ -3,10 +3,10 @@
 // process on a free loopback port. The test owns it: it may kill the master.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { freePort, redisInstalled } from "./redis-processes.js";
 
 const run = promisify(execFile);
 
@@ -20,17 +20,6 @@ export interface RedisSentinelProcess {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 async function answers(port: number): Promise<boolean> {
   try {
     return (await run("redis-cli", ["-p", String(port), "ping"], { timeout: 1_000 })).stdout.trim() === "PONG";
@@ -41,12 +30,7 @@ async function answers(port: number): Promise<boolean> {
 
 /** Starts it, or answers undefined when redis-server or redis-cli is not installed. */
 export async function startRedisSentinel(): Promise<RedisSentinelProcess | undefined> {
-  try {
-    await run("redis-cli", ["--version"]);
-    await run("redis-server", ["--version"]);
-  } catch {
-    return undefined;
-  }
+  if (!(await redisInstalled())) return undefined;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-redis-sentinel-"));
   const children: ChildProcess[] = [];
   const server = (args: string[]) => {

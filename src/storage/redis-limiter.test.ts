@@ -3,10 +3,10 @@
 // starts a private redis-server on a free port and kills it.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import net from "node:net";
 import calculateSlot from "cluster-key-slot";
 import type { Cluster, Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { freePort } from "../../test/redis-processes.js";
 import { type RedisSentinelProcess, startRedisSentinel } from "../../test/redis-sentinel.js";
 import type { Logger } from "../core/logger.js";
 import { type LimitCheck, type Limiter, MemoryLimiter } from "./memory-limiter.js";
@@ -458,14 +458,3 @@ describe.skipIf(URL === "")("RedisLimiter when Redis fails", () => {
     expect(log.lines.filter((x) => x.level === "warn")).toHaveLength(1);
   }, 30_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}

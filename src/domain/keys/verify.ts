@@ -160,12 +160,12 @@ function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]
   for (const l of key.ratelimits) byName.set(l.name, { config: l, scope: "key" });
 
   const planned = new Map<string, PlannedCheck>();
-  // A key linked to an identity has its counters beside the identity's on a Redis
-  // Cluster: its limits and its identity's are then checked in one script call,
-  // atomically, in one round trip (docs/ratelimits.md).
-  const slotTag = key.identity === undefined ? undefined : `${key.workspaceId}|identity|${key.identity.id}`;
   const plan = (config: RatelimitConfig, scope: "key" | "identity", cost: number) => {
     const owner = scope === "key" ? key.id : (key.identity?.id as string);
+    // A key linked to an identity has its counters beside the identity's on a Redis
+    // Cluster: its limits and its identity's are then checked in one script call,
+    // atomically, in one round trip (docs/ratelimits.md). Built only when a limit is checked.
+    const slotTag = key.identity === undefined ? undefined : `${key.workspaceId}|identity|${key.identity.id}`;
     planned.set(config.name, {
       config,
       check: { key: `${key.workspaceId}|${scope}|${config.name}|${owner}`, limit: config.limit, duration: config.duration, cost, slotTag },
