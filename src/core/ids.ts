@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 // ASCII order and the width is fixed, so ids sort by creation time under a
 // binary collation, which keeps cursor pages stable and roughly chronological.
 
-export type IdPrefix = "key" | "api" | "ks" | "id" | "perm" | "role" | "rl" | "rlns" | "rlor" | "ws" | "req" | "dek" | "mig";
+export type IdPrefix = "key" | "api" | "ks" | "id" | "perm" | "role" | "rl" | "rlns" | "rlor" | "ws" | "req" | "dek" | "mig" | "log";
 
 // Random bytes are drawn in blocks: one syscall per 256 ids instead of one per id.
 let pool = Buffer.alloc(0);

@@ -5,6 +5,7 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
+import { HttpOrigin } from "../transport/origin.js";
 import type { Deps } from "../domain/deps.js";
 import type { Call, ServiceEntry } from "../services/types.js";
 import { ACCEPTED_ENCODINGS_HEADER, inflate, type RequestEncoding, readBody, readBodyNow, requestEncoding } from "../transport/body.js";
@@ -157,6 +158,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         const authorization = singleAuthorization(req.raw.rawHeaders, req.headers.authorization);
         const found = authenticateCached(deps, authorization);
         const principal = found instanceof RootKeyMiss ? await lookupRootKey(deps, found) : found;
+        principal.origin = new HttpOrigin(req);
         callerWorkspace.set(req, principal.workspaceId);
         let body = await readJsonBody(req, reply, bodyLimit);
         if (adapt) body = adapt(body);

@@ -22,6 +22,7 @@ import type { ServiceEntry } from "../services/types.js";
 import { singleMetadataAuthorization } from "../transport/credentials.js";
 import { decodeBinary } from "../transport/decode.js";
 import { type Caller, invokeRpc, rpcError } from "../transport/invoke.js";
+import { grpcOrigin } from "../transport/origin.js";
 import { metricsOf } from "../transport/metrics.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
@@ -198,6 +199,8 @@ function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<strin
             }
             authenticate(deps, authorization)
               .then((principal) => {
+                const ua = metadata.get("user-agent")[0];
+                principal.origin = grpcOrigin(requestId, next.getPeer(), typeof ua === "string" ? ua : undefined);
                 prepared.caller = { principal };
                 (metadata as PreparedMetadata)[kPrepared] = prepared;
                 pass(metadata);

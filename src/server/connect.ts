@@ -33,6 +33,7 @@ import { ACCEPTED_ENCODINGS_HEADER, bodyTooLarge, inflate, readBody, requestEnco
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
+import { HttpOrigin } from "../transport/origin.js";
 import { metricsOf } from "../transport/metrics.js";
 import { type Door, recordRequest } from "../transport/request-log.js";
 import type { Config } from "./config.js";
@@ -216,7 +217,9 @@ function universalRequest(req: FastifyRequest, reply: FastifyReply, wire: Wire |
 async function callerOf(req: FastifyRequest, service: ConnectService, headers: Headers): Promise<Caller> {
   try {
     singleAuthorization(req.raw.rawHeaders, req.headers.authorization);
-    return { principal: await service.authenticate(headers) };
+    const principal = await service.authenticate(headers);
+    principal.origin = new HttpOrigin(req);
+    return { principal };
   } catch (error) {
     return { error };
   }

@@ -3,7 +3,7 @@ import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { type ApiRow, findLiveApi, insertApi, softDeleteApi } from "../../storage/apis.js";
 import { type ApiListing, listApis } from "../../storage/dashboard.js";
-import { transaction } from "../../storage/sql.js";
+import { audited } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 
@@ -31,7 +31,12 @@ export async function createApi(deps: Deps, p: Principal, input: { name: string 
   requireAny(p, ["apis.*.create_api"]);
   const now = deps.clock.now();
   const apiId = newId("api", now);
-  await transaction(deps.pool, (conn) => insertApi(conn, { id: apiId, keyAuthId: newId("ks", now), workspaceId: p.workspaceId, name: input.name, now }));
+  await audited(
+    deps,
+    p,
+    (conn) => insertApi(conn, { id: apiId, keyAuthId: newId("ks", now), workspaceId: p.workspaceId, name: input.name, now }),
+    () => ({ action: "api.create", resources: [{ type: "api", id: apiId }], description: "Created the API." }),
+  );
   return { apiId };
 }
 
@@ -49,7 +54,13 @@ export async function deleteApi(deps: Deps, p: Principal, input: { apiId: string
   if (api.deleteProtection) {
     throw new AppError("err:svc:application:protected_resource", "This API has delete protection enabled. Disable it before attempting to delete.");
   }
-  if (!(await softDeleteApi(deps.pool, p.workspaceId, api.id, deps.clock.now()))) throw apiNotFound();
+  const deleted = await audited(
+    deps,
+    p,
+    (conn) => softDeleteApi(conn, p.workspaceId, api.id, deps.clock.now()),
+    (done) => (done ? { action: "api.delete", resources: [{ type: "api", id: api.id }], description: "Deleted the API; its keys stop verifying." } : undefined),
+  );
+  if (!deleted) throw apiNotFound();
   // Its keys stop verifying at once: drop every cached key record of this API.
   await deps.invalidate("api", api.id);
 }

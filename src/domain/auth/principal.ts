@@ -6,6 +6,15 @@ export interface Principal {
   workspaceId: string;
   rootKeyId: string;
   permissions: readonly string[];
+  /** Where the call came from, for the audit log; set by the door that took the request. */
+  origin?: RequestOrigin | undefined;
+}
+
+/** The request a change came in with, as its audit record names it (TRUST_PROXY decides the address). */
+export interface RequestOrigin {
+  requestId: string;
+  remoteAddress: string | undefined;
+  userAgent: string | undefined;
 }
 
 // Decisions per grant list (one list object per cached root key), so a hot root

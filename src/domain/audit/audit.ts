@@ -1,0 +1,139 @@
+// Every change leaves a record in the audit log, written on the change's own
+// connection inside its transaction: the change and its record commit together
+// or not at all (test/integration/audit-atomic.test.ts fails the insert on
+// purpose). A record names who (a root key, an operator, or the CLI), what
+// (`key.update`), which resources (ids) and which fields changed: never a value
+// that could be a secret, never a key or a root key.
+import { newId } from "../../core/ids.js";
+import { type AuditResource, insertAudit } from "../../storage/audit.js";
+import { type PoolConnection, transaction } from "../../storage/sql.js";
+import type { Principal, RequestOrigin } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
+
+export type { AuditResource };
+
+/** Every action the log can hold: the filter of listLogs accepts these and no others. */
+export const AUDIT_ACTIONS = [
+  "api.create",
+  "api.delete",
+  "key.create",
+  "key.update",
+  "key.delete",
+  "key.reroll",
+  "key.update_credits",
+  "key.add_permissions",
+  "key.remove_permissions",
+  "key.set_permissions",
+  "key.add_roles",
+  "key.remove_roles",
+  "key.set_roles",
+  "key.migrate",
+  "identity.create",
+  "identity.update",
+  "identity.delete",
+  "permission.create",
+  "permission.delete",
+  "role.create",
+  "role.delete",
+  "ratelimit_namespace.create",
+  "ratelimit_namespace.delete",
+  "ratelimit_override.set",
+  "ratelimit_override.delete",
+  "root_key.create",
+  "root_key.update",
+  "root_key.rotate",
+  "root_key.delete",
+  "workspace.create",
+  "operator.create",
+  "operator.update",
+  "operator.sign_in",
+  "operator.sign_in_failed",
+  "operator.sign_out",
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Who made a change, as the log names them. */
+export interface Actor {
+  /** undefined for an operator's own events outside any workspace (sign-ins). */
+  workspaceId: string | undefined;
+  type: "root_key" | "operator" | "system";
+  /** The root key's id, the operator's id, or the tool's name (`cli`). */
+  id: string;
+  origin: RequestOrigin | undefined;
+}
+
+export interface AuditEvent {
+  action: AuditAction;
+  resources: AuditResource[];
+  /** What changed, in words and field names; never a value that could be secret. */
+  description: string;
+}
+
+const OPERATOR = "op:";
+
+/** The actor of a principal: a root key, or an operator acting through the dashboard. */
+export function actorOf(p: Principal): Actor {
+  return p.rootKeyId.startsWith(OPERATOR)
+    ? { workspaceId: p.workspaceId, type: "operator", id: p.rootKeyId.slice(OPERATOR.length), origin: p.origin }
+    : { workspaceId: p.workspaceId, type: "root_key", id: p.rootKeyId, origin: p.origin };
+}
+
+/** The CLI (an administrator with the database in hand), acting on a workspace. */
+export const cliActor = (workspaceId: string | undefined): Actor => ({ workspaceId, type: "system", id: "cli", origin: undefined });
+
+/** An operator's own event, outside any workspace (a sign-in). */
+export const operatorSelf = (operatorId: string, origin: RequestOrigin | undefined): Actor => ({
+  workspaceId: undefined,
+  type: "operator",
+  id: operatorId,
+  origin,
+});
+
+const cut = (s: string | undefined, max: number): string | undefined => (s === undefined ? undefined : s.slice(0, max));
+
+/** Writes the records of a change on its connection (which must be inside the change's transaction). */
+export async function writeAudit(conn: PoolConnection, deps: Pick<Deps, "clock">, actor: Actor | Principal, events: AuditEvent | readonly AuditEvent[]): Promise<void> {
+  const who = "type" in actor ? actor : actorOf(actor);
+  const now = deps.clock.now();
+  for (const e of Array.isArray(events) ? (events as readonly AuditEvent[]) : [events as AuditEvent]) {
+    await insertAudit(conn, {
+      id: newId("log", now),
+      workspaceId: who.workspaceId,
+      time: now,
+      actorType: who.type,
+      actorId: who.id,
+      action: e.action,
+      resources: e.resources,
+      description: e.description.slice(0, 1024),
+      requestId: who.origin?.requestId,
+      remoteAddress: cut(who.origin?.remoteAddress, 64),
+      userAgent: cut(who.origin?.userAgent, 256),
+    });
+  }
+}
+
+/**
+ * Runs a change in a transaction and writes its record there too. `describe`
+ * sees the change's result: undefined (nothing changed, e.g. already deleted)
+ * writes no record.
+ */
+export async function audited<T>(
+  deps: Pick<Deps, "pool" | "clock">,
+  actor: Actor | Principal,
+  change: (conn: PoolConnection) => Promise<T>,
+  describe: (result: T) => AuditEvent | readonly AuditEvent[] | undefined,
+): Promise<T> {
+  return transaction(deps.pool, async (conn) => {
+    const result = await change(conn);
+    const events = describe(result);
+    if (events !== undefined) await writeAudit(conn, deps, actor, events);
+    return result;
+  });
+}
+
+/** "name, meta and expires" from the fields a request set. */
+export function fieldList(fields: readonly string[]): string {
+  if (fields.length <= 1) return fields[0] ?? "nothing";
+  return `${fields.slice(0, -1).join(", ")} and ${fields[fields.length - 1]}`;
+}

@@ -1,0 +1,123 @@
+// The audit log's rows (migration 0008). Records are written only inside the
+// transaction of the change they describe (domain/audit/audit.ts); reading is
+// newest first by (time_m, pk), with an opaque cursor naming the last row seen.
+import { exec, num, optStr, placeholders, type Queryable, rows } from "./sql.js";
+
+export interface AuditResource {
+  type: string;
+  id: string;
+}
+
+export interface AuditRow {
+  id: string;
+  workspaceId: string | undefined;
+  time: number;
+  actorType: string;
+  actorId: string;
+  action: string;
+  resources: AuditResource[];
+  description: string;
+  requestId: string | undefined;
+  remoteAddress: string | undefined;
+  userAgent: string | undefined;
+}
+
+/** Writes one record and its resource index: two statements, on the change's own connection. */
+export async function insertAudit(db: Queryable, r: AuditRow): Promise<void> {
+  const res = await exec(
+    db,
+    `INSERT INTO audit_logs (id, workspace_id, time_m, actor_type, actor_id, action, resources, description, request_id, remote_address, user_agent)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      r.id,
+      r.workspaceId ?? null,
+      r.time,
+      r.actorType,
+      r.actorId,
+      r.action,
+      JSON.stringify(r.resources),
+      r.description,
+      r.requestId ?? null,
+      r.remoteAddress ?? null,
+      r.userAgent ?? null,
+    ],
+  );
+  const ids = [...new Set(r.resources.map((x) => x.id))];
+  if (ids.length === 0) return;
+  const params: (string | number | null)[] = [];
+  for (const id of ids) params.push(res.insertId, r.workspaceId ?? null, id);
+  await exec(db, `INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id) VALUES ${ids.map(() => "(?, ?, ?)").join(", ")}`, params);
+}
+
+export interface AuditQuery {
+  /** undefined: the events outside any workspace (sign-ins). */
+  workspaceId: string | undefined;
+  since: number | undefined;
+  until: number | undefined;
+  actorId: string | undefined;
+  actions: readonly string[];
+  resourceId: string | undefined;
+  limit: number;
+  /** The last row of the previous page: older rows only. */
+  after: { time: number; pk: number } | undefined;
+}
+
+/** One page, newest first; limit+1 rows are read to tell whether more exist. */
+export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: AuditRow[]; next: { time: number; pk: number } | undefined }> {
+  const where: string[] = [q.workspaceId === undefined ? "a.workspace_id IS NULL" : "a.workspace_id = ?"];
+  const params: (string | number)[] = q.workspaceId === undefined ? [] : [q.workspaceId];
+  let from = "audit_logs a";
+  if (q.resourceId !== undefined) {
+    from = "audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk";
+    where.push(q.workspaceId === undefined ? "r.workspace_id IS NULL" : "r.workspace_id = ?", "r.resource_id = ?");
+    if (q.workspaceId !== undefined) params.push(q.workspaceId);
+    params.push(q.resourceId);
+  }
+  if (q.since !== undefined) where.push("a.time_m >= ?"), params.push(q.since);
+  if (q.until !== undefined) where.push("a.time_m <= ?"), params.push(q.until);
+  if (q.actorId !== undefined) where.push("a.actor_id = ?"), params.push(q.actorId);
+  if (q.actions.length > 0) where.push(`a.action IN (${placeholders(q.actions.length)})`), params.push(...q.actions);
+  if (q.after !== undefined) {
+    where.push("(a.time_m < ? OR (a.time_m = ? AND a.pk < ?))");
+    params.push(q.after.time, q.after.time, q.after.pk);
+  }
+  // LIMIT as a literal: prepared LIMIT placeholders behave differently across MySQL and MariaDB.
+  const rs = await rows(
+    db,
+    `SELECT a.pk, a.id, a.workspace_id, a.time_m, a.actor_type, a.actor_id, a.action, a.resources, a.description, a.request_id, a.remote_address, a.user_agent
+       FROM ${from} WHERE ${where.join(" AND ")} ORDER BY a.time_m DESC, a.pk DESC LIMIT ${q.limit + 1}`,
+    params,
+  );
+  const page = rs.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    rows: page.map((r) => ({
+      id: String(r.id),
+      workspaceId: optStr(r.workspace_id),
+      time: num(r.time_m),
+      actorType: String(r.actor_type),
+      actorId: String(r.actor_id),
+      action: String(r.action),
+      resources: JSON.parse(String(r.resources)) as AuditResource[],
+      description: String(r.description),
+      requestId: optStr(r.request_id),
+      remoteAddress: optStr(r.remote_address),
+      userAgent: optStr(r.user_agent),
+    })),
+    next: rs.length > q.limit && last !== undefined ? { time: num(last.time_m), pk: num(last.pk) } : undefined,
+  };
+}
+
+/**
+ * Deletes up to `batch` records older than `before` (and their resource rows) in
+ * one short transaction's worth of statements; returns how many went. The caller
+ * loops with a pause, so a large backlog never holds locks for long.
+ */
+export async function deleteAuditBefore(db: Queryable, before: number, batch: number): Promise<number> {
+  const old = await rows(db, `SELECT pk FROM audit_logs WHERE time_m < ? ORDER BY time_m LIMIT ${batch}`, [before]);
+  if (old.length === 0) return 0;
+  const pks = old.map((r) => num(r.pk));
+  await exec(db, `DELETE FROM audit_log_resources WHERE audit_pk IN (${placeholders(pks.length)})`, pks);
+  const res = await exec(db, `DELETE FROM audit_logs WHERE pk IN (${placeholders(pks.length)})`, pks);
+  return res.affectedRows;
+}
