@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
+import { cliActor } from "../domain/audit/audit.js";
 import { systemClock } from "../domain/clock.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
@@ -102,7 +103,7 @@ async function run(argv: string[]): Promise<void> {
     await usageErrors(async () => validateRootKeyInput({ name: values.name, permissions }));
     const result = await withRootKeys(async (deps) => {
       const ws = await ensureWorkspace(deps.pool, workspace, deps.clock.now());
-      return { workspaceId: ws.id, ...(await issueRootKey(deps, { workspaceId: ws.id, name: values.name, permissions })) };
+      return { workspaceId: ws.id, ...(await issueRootKey(deps, cliActor(ws.id), { workspaceId: ws.id, name: values.name, permissions })) };
     });
     out(result);
     return;
@@ -122,7 +123,7 @@ async function run(argv: string[]): Promise<void> {
     if (!keyId) throw new UsageError("give the keyId to revoke");
     const revoked = await withRootKeys(async (deps) => {
       try {
-        await revokeRootKey(deps, { keyId, workspaceId: undefined });
+        await revokeRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined });
         return true;
       } catch (err) {
         if (err instanceof AppError && err.code === "err:svc:data:key_not_found") return false;

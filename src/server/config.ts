@@ -40,6 +40,8 @@ export interface Config {
   ratelimitWhenRedisDown: "local" | "open" | "closed";
   /** How long verification counts (the usage charts) are kept. */
   usageRetentionDays: number;
+  /** How long audit records are kept (AUDIT_RETENTION_DAYS). */
+  auditRetentionDays: number;
   /** Dashboard sessions end after this long unused… */
   dashboardSessionIdleMs: number;
   /** …or this long after sign-in. */
@@ -193,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     redisUrl,
     ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
     usageRetentionDays: int("USAGE_RETENTION_DAYS", 90, 1, 3_650),
+    auditRetentionDays: int("AUDIT_RETENTION_DAYS", 365, 1, 36_500),
     dashboardSessionIdleMs: int("DASHBOARD_SESSION_IDLE_MS", 12 * 3_600_000, 60_000, 30 * 86_400_000),
     dashboardSessionMaxMs: int("DASHBOARD_SESSION_MAX_MS", 7 * 86_400_000, 60_000, 90 * 86_400_000),
     dashboardCookieSecure: COOKIE_SECURE[cookieSecure] ?? "auto",

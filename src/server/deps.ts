@@ -17,6 +17,7 @@ import { type RootKeyRecord, touchRootKeys } from "../storage/root-keys.js";
 import type { Pool } from "../storage/sql.js";
 import { observeStatements } from "../storage/sql.js";
 import { addVerificationCounts, sweepVerificationUsage } from "../storage/usage.js";
+import { sweepAuditLog } from "../domain/audit/retention.js";
 import { DatabaseVault } from "../storage/vault.js";
 import { metricsOf } from "../transport/metrics.js";
 import type { Config } from "./config.js";
@@ -102,6 +103,17 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     sweepVerificationUsage(pool, before).catch((err: unknown) => log.warn({ err }, "could not delete old verification counts"));
   }, USAGE_SWEEP_EVERY_MS);
   sweepUsage.unref();
+  let sweepingAudit = false;
+  const sweepAudit = setInterval(() => {
+    if (sweepingAudit) return;
+    sweepingAudit = true;
+    sweepAuditLog(pool, clock.now() - config.auditRetentionDays * 86_400_000, log)
+      .catch((err: unknown) => log.warn({ err }, "could not delete old audit records"))
+      .finally(() => {
+        sweepingAudit = false;
+      });
+  }, USAGE_SWEEP_EVERY_MS);
+  sweepAudit.unref();
   // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
   const limiter: Limiter =
     config.redisUrl !== undefined
@@ -137,6 +149,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     async close() {
       invalidations.stop();
       clearInterval(sweepUsage);
+      clearInterval(sweepAudit);
       await usage.stop();
       await rootKeyUsage.stop();
       await counts.stop();

@@ -1,16 +1,20 @@
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
+import { AuditLogsService } from "../../gen/keyhold/v2/audit_logs_service_pb.js";
 import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import { RootKeysService } from "../../gen/keyhold/v2/root_keys_service_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { apisService } from "../services/apis.js";
+import { auditLogsService } from "../services/audit-logs.js";
 import { withFieldRules } from "../services/field-rules.js";
 import { withIdempotency } from "../services/idempotency.js";
 import { identitiesService } from "../services/identities.js";
 import { keysService } from "../services/keys.js";
 import { permissionsService } from "../services/permissions.js";
 import { ratelimitService } from "../services/ratelimit.js";
+import { rootKeysService } from "../services/root-keys.js";
 import type { ServiceEntry } from "../services/types.js";
 import { metricsOf } from "../transport/metrics.js";
 
@@ -42,6 +46,8 @@ export function services(deps: Deps): ServiceEntry[] {
       { service: IdentitiesService, ops: identitiesService(deps) },
       { service: RatelimitService, ops: ratelimitService(deps) },
       { service: PermissionsService, ops: permissionsService(deps) },
+      { service: RootKeysService, ops: rootKeysService(deps) },
+      { service: AuditLogsService, ops: auditLogsService(deps) },
     ]),
   );
 }

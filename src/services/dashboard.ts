@@ -4,7 +4,8 @@
 // named in a request is first checked against the operator's memberships.
 import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { listWorkspaceApis } from "../domain/apis/apis.js";
-import { issueRootKey, listRootKeys, revokeRootKey } from "../domain/auth/root-keys.js";
+import { listWorkspaceLogs } from "../domain/audit/list.js";
+import { issueRootKey, listRootKeys, type RootKeyListing, revokeRootKey, rotateRootKey, updateRootKey } from "../domain/auth/root-keys.js";
 import type { Deps } from "../domain/deps.js";
 import { searchKeys } from "../domain/keys/keys.js";
 import { queryUsage } from "../domain/keys/usage-query.js";
@@ -13,6 +14,7 @@ import { createOperatorWorkspace, listOperatorWorkspaces, memberWorkspace } from
 import { createNamespace, deleteNamespace, listNamespaces } from "../domain/ratelimit/namespace-admin.js";
 import { Validator } from "../domain/validate.js";
 import type { UsageGranularity } from "../storage/usage.js";
+import { toAuditLog } from "./audit-logs.js";
 import { toKeyResponse } from "./mappers.js";
 import type { Operations } from "./types.js";
 
@@ -30,6 +32,17 @@ export type DashboardOps = {
   ) => ReturnType<Operations<typeof DashboardService>[K]>;
 };
 
+const toDashboardRootKey = (k: RootKeyListing) => ({
+  keyId: k.keyId,
+  name: k.name,
+  start: k.start,
+  permissions: k.permissions,
+  enabled: k.enabled,
+  expires: k.expiresAt === undefined ? undefined : BigInt(k.expiresAt),
+  createdAt: BigInt(k.createdAt),
+  lastUsedAt: k.lastUsedAt === undefined ? undefined : BigInt(k.lastUsedAt),
+});
+
 export function dashboardService(deps: Deps): DashboardOps {
   const member = (operatorId: string, workspaceId: string) => memberWorkspace(deps, operatorId, workspaceId);
   return {
@@ -43,18 +56,62 @@ export function dashboardService(deps: Deps): DashboardOps {
 
     async createRootKey(req, operatorId) {
       const workspaceId = await member(operatorId, req.workspaceId);
-      return issueRootKey(deps, { workspaceId, name: req.name, permissions: req.permissions });
+      return issueRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+        workspaceId,
+        name: req.name,
+        permissions: req.permissions,
+        expires: req.expires === undefined ? undefined : Number(req.expires),
+      });
     },
 
     async listRootKeys(req, operatorId) {
       const keys = await listRootKeys(deps, await member(operatorId, req.workspaceId));
-      return {
-        rootKeys: keys.map((k) => ({ ...k, createdAt: BigInt(k.createdAt), lastUsedAt: k.lastUsedAt === undefined ? undefined : BigInt(k.lastUsedAt) })),
-      };
+      return { rootKeys: keys.map(toDashboardRootKey) };
+    },
+
+    async updateRootKey(req, operatorId) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      const key = await updateRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+        keyId: req.keyId,
+        workspaceId,
+        name: req.name,
+        permissions: req.setPermissions ? req.permissions : undefined,
+        enabled: req.enabled,
+        expires: req.expires === undefined ? undefined : Number(req.expires),
+      });
+      return { rootKey: toDashboardRootKey(key) };
+    },
+
+    async rotateRootKey(req, operatorId) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      const out = await rotateRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+        keyId: req.keyId,
+        workspaceId,
+        gracePeriodMs: Number(req.gracePeriodMs),
+      });
+      return { keyId: out.keyId, rootKey: out.rootKey, previousExpires: BigInt(out.previousExpires) };
+    },
+
+    async listAuditLogs(req, operatorId) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      const v = new Validator();
+      v.number("limit", req.limit, { min: 1, max: 100 });
+      v.done();
+      const page = await listWorkspaceLogs(deps, workspaceId, {
+        start: req.start === undefined ? undefined : Number(req.start),
+        end: req.end === undefined ? undefined : Number(req.end),
+        actorId: req.actorId || undefined,
+        actions: req.actions,
+        resourceId: req.resourceId || undefined,
+        limit: req.limit ?? 50,
+        cursor: req.cursor || undefined,
+      });
+      return { logs: page.logs.map(toAuditLog), cursor: page.cursor };
     },
 
     async revokeRootKey(req, operatorId) {
-      await revokeRootKey(deps, { keyId: req.keyId, workspaceId: await member(operatorId, req.workspaceId) });
+      const workspaceId = await member(operatorId, req.workspaceId);
+      await revokeRootKey(deps, operatorPrincipal(operatorId, workspaceId), { keyId: req.keyId, workspaceId });
       return {};
     },
 

@@ -69,6 +69,16 @@ export async function unlinkPermissionsExcept(db: Queryable, workspaceId: string
   );
 }
 
+/** The ids of the key's direct permissions: what a change is compared with, for its audit record. */
+export async function keyPermissionIds(db: Queryable, keyId: string): Promise<string[]> {
+  return (await rows(db, "SELECT permission_id FROM keys_permissions WHERE key_id = ?", [keyId])).map((r) => String(r.permission_id));
+}
+
+/** The ids of the key's roles, as keyPermissionIds. */
+export async function keyRoleIds(db: Queryable, keyId: string): Promise<string[]> {
+  return (await rows(db, "SELECT role_id FROM keys_roles WHERE key_id = ?", [keyId])).map((r) => String(r.role_id));
+}
+
 /** The key's direct permissions (not those from roles), by slug. */
 export async function listKeyPermissions(db: Queryable, keyId: string): Promise<PermissionRow[]> {
   const rs = await rows(

@@ -93,11 +93,12 @@ export async function findLiveOverride(db: Queryable, namespaceId: string, ident
 /**
  * Creates or updates the override of (namespace, identifier). A re-set keeps the
  * row and so its id, and revives a soft-deleted override (Unkey leaves it deleted).
+ * `created` is true when the row is new (it then has the id passed in).
  */
 export async function upsertOverride(
   db: Queryable,
   o: { id: string; workspaceId: string; namespaceId: string; identifier: string; limit: number; duration: number; now: number },
-): Promise<string> {
+): Promise<{ id: string; created: boolean }> {
   await exec(
     db,
     `INSERT INTO ratelimit_overrides (id, workspace_id, namespace_id, identifier, \`limit\`, duration, created_at_m)
@@ -107,7 +108,8 @@ export async function upsertOverride(
   );
   const rs = await rows(db, "SELECT id, identifier FROM ratelimit_overrides WHERE namespace_id = ? AND identifier = ?", [o.namespaceId, o.identifier]);
   const r = rs.find((x) => String(x.identifier) === o.identifier) ?? rs[0];
-  return r ? String(r.id) : o.id;
+  const id = r ? String(r.id) : o.id;
+  return { id, created: id === o.id };
 }
 
 /** One page of a namespace's live overrides in id order; limit+1 rows tell whether more exist. */

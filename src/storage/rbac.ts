@@ -6,8 +6,9 @@
 // trailing spaces: a lookup by name or id is therefore re-checked exactly in
 // JS, so `admin ` never finds the role `admin`.
 
+import { newId } from "../core/ids.js";
 import { lockExisting } from "./relations.js";
-import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows } from "./sql.js";
+import { exec, groupBy, isDuplicateKey, optStr, placeholders, type Queryable, type Row, rows } from "./sql.js";
 
 export interface PermissionRow {
   id: string;
@@ -92,20 +93,56 @@ export async function insertPermission(
   p: { id: string; workspaceId: string; name: string; slug: string; description: string | undefined; now: number },
 ): Promise<void> {
   try {
-    await retryingDeadlocks(() =>
-      exec(db, "INSERT INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES (?, ?, ?, ?, ?, ?)", [
-        p.id,
-        p.workspaceId,
-        p.name,
-        p.slug,
-        p.description ?? null,
-        p.now,
-      ]),
-    );
+    // No retryingDeadlocks here: a deadlock rolls back the caller's whole
+    // transaction (and its audit record), so the transaction is what is retried.
+    await exec(db, "INSERT INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES (?, ?, ?, ?, ?, ?)", [
+      p.id,
+      p.workspaceId,
+      p.name,
+      p.slug,
+      p.description ?? null,
+      p.now,
+    ]);
   } catch (err) {
     if (isDuplicateKey(err) && String((err as Error).message).includes("permissions_slug")) throw new DuplicatePermissionSlug();
     throw err;
   }
+}
+
+/**
+ * Creates the permissions of these slugs that the workspace lacks (name = slug)
+ * and returns the ids of all of them and of those this call created. Run it in a
+ * transaction of its own, committed at once and before anything that links to
+ * them: a concurrent creator of the same slug waits for that commit and then
+ * finds this row (the final read is a locking read, which sees the latest rows
+ * rather than the transaction's snapshot). Slugs go in sorted order, so two
+ * callers with overlapping slugs lock them in the same order.
+ */
+export async function insertMissingPermissions(
+  db: Queryable,
+  workspaceId: string,
+  slugs: readonly string[],
+  now: number,
+): Promise<{ ids: string[]; created: string[] }> {
+  const unique = [...new Set(slugs)].sort();
+  if (unique.length === 0) return { ids: [], created: [] };
+  const have = await existingSlugs(db, workspaceId, unique);
+  const mine = unique.filter((s) => !have.has(s)).map((slug) => ({ id: newId("perm", now), slug }));
+  if (mine.length > 0) {
+    await exec(
+      db,
+      `INSERT IGNORE INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES ${mine.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+      mine.flatMap((m) => [m.id, workspaceId, m.slug, m.slug, `Auto-created permission: ${m.slug}`, now]),
+    );
+  }
+  const all = await rows(db, `SELECT id FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(unique.length)}) LOCK IN SHARE MODE`, [
+    workspaceId,
+    ...unique,
+  ]);
+  const ids = all.map((r) => String(r.id));
+  // An id of ours is in the table only if our row went in: INSERT IGNORE skipped the slugs another caller created first.
+  const present = new Set(ids);
+  return { ids, created: mine.filter((m) => present.has(m.id)).map((m) => m.id) };
 }
 
 /** The permission of this workspace whose id or slug is `ref`; an id match wins (a slug may look like an id). */

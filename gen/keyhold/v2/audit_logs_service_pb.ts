@@ -249,7 +249,7 @@ export const ListLogsResponseSchema: GenMessage<ListLogsResponse> = /*@__PURE__*
 export const AuditLogsService: GenService<{
   /**
    * ListLogs lists the workspace's audit records, newest first. Needs
-   * `workspace.*.read_audit_log` (or `workspace.<workspaceId>.read_audit_log`).
+   * `workspace.*.read_audit_log`.
    *
    * @generated from rpc keyhold.v2.AuditLogsService.ListLogs
    */

@@ -55,12 +55,13 @@ export const GRANTABLE_ACTIONS = {
     "remove_permission_from_role",
   ],
   identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
+  workspace: ["create_root_key", "read_root_key", "update_root_key", "delete_root_key", "read_audit_log"],
 } as const;
 
 export type ResourceType = keyof typeof GRANTABLE_ACTIONS;
 
 /** The id placeholder of each resource type; rbac grants exist only in the `rbac.*` form. */
-export const RESOURCE_PLACEHOLDER = { apis: "apiId", ratelimit: "namespaceId", identity: "identityId", rbac: undefined } as const;
+export const RESOURCE_PLACEHOLDER = { apis: "apiId", ratelimit: "namespaceId", identity: "identityId", rbac: undefined, workspace: undefined } as const;
 
 export type Placeholder = "apiId" | "namespaceId" | "identityId";
 
@@ -188,4 +189,24 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "permissions.getRole": { rules: [only("rbac.*.read_role")] },
   "permissions.listRoles": { rules: [only("rbac.*.read_role")] },
   "permissions.deleteRole": { rules: [only("rbac.*.delete_role")] },
+
+  "rootKeys.createRootKey": {
+    rules: [only("workspace.*.create_root_key")],
+    note: "every permission given must also be covered by the caller's own grants (403 otherwise)",
+  },
+  "rootKeys.listRootKeys": { rules: [only("workspace.*.read_root_key")] },
+  "rootKeys.updateRootKey": {
+    rules: [only("workspace.*.update_root_key")],
+    note: "the root key changed, and any permissions given, must be covered by the caller's own grants",
+  },
+  "rootKeys.rotateRootKey": {
+    rules: [only("workspace.*.create_root_key"), only("workspace.*.update_root_key")],
+    note: "the root key rotated must be covered by the caller's own grants",
+  },
+  "rootKeys.deleteRootKey": {
+    rules: [only("workspace.*.delete_root_key")],
+    note: "the root key revoked must be covered by the caller's own grants",
+  },
+
+  "auditLogs.listLogs": { rules: [only("workspace.*.read_audit_log")] },
 };

@@ -1,13 +1,30 @@
-// Root keys are issued, listed and revoked here, and nowhere else: the CLI (an
-// administrator with the database in hand) and the dashboard (an operator, in
-// the workspaces they belong to) both call these operations, so a root key's
-// name and permissions follow one grammar wherever it is made.
+// Root keys are issued, listed, changed, rotated and revoked here, and nowhere
+// else: the CLI (an administrator with the database in hand), the dashboard (an
+// operator, in the workspaces they belong to) and the rootKeys RPCs (a root key
+// holding the workspace grants) all call these operations, so a root key follows
+// one grammar wherever it is made, and every change leaves its audit record in
+// its own transaction.
+//
+// A root key acting through the RPCs can give and manage only what its own
+// grants cover: without that rule, `workspace.*.create_root_key` alone would be
+// every permission there is (test/contract/rootKeys.*/403.test.ts).
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { insertRootKey, listRootKeys as listStoredRootKeys, type RootKeyListing, revokeRootKey as revokeStoredRootKey } from "../../storage/root-keys.js";
+import {
+  insertRootKey,
+  type LockedRootKey,
+  lockRootKey,
+  type RootKeyListing,
+  softDeleteRootKey,
+  listRootKeys as storedRootKeys,
+  updateRootKeyRow,
+} from "../../storage/root-keys.js";
+import { type PoolConnection, transaction } from "../../storage/sql.js";
+import { type Actor, type AuditEvent, audited, fieldList, writeAudit } from "../audit/audit.js";
 import type { Deps } from "../deps.js";
 import { hashKey } from "../keys/generate.js";
 import { Validator } from "../validate.js";
+import { covers, type Principal } from "./principal.js";
 import { generateRootKey } from "./root-key.js";
 
 /**
@@ -19,11 +36,16 @@ export const ROOT_KEY_PERMISSION = /^[a-zA-Z0-9_.*:-]{1,256}$/;
 export const ROOT_KEY_PERMISSION_TEXT = "letters, digits and . _ * : - (1 to 256 characters)";
 export const MAX_ROOT_KEY_PERMISSIONS = 1_000;
 export const MAX_ROOT_KEY_NAME = 256;
+/** The longest grace period of a rotation: 30 days. */
+export const MAX_GRACE_PERIOD_MS = 30 * 86_400_000;
 
 /** What these operations need: the database, the time, and the caches to tell. */
 export type RootKeyDeps = Pick<Deps, "pool" | "clock" | "invalidate">;
 
 export type { RootKeyListing };
+
+/** Who asks: a principal (a root key, or an operator in the dashboard) or the CLI. */
+export type RootKeyActor = Principal | Actor;
 
 /** A root key's name and permissions as every caller must give them; a 400 (invalid_input) naming the field otherwise. */
 export function validateRootKeyInput(input: { name: string | undefined; permissions: readonly string[] }): void {
@@ -38,30 +60,211 @@ export function validateRootKeyInput(input: { name: string | undefined; permissi
   v.done();
 }
 
+function validateExpiry(v: Validator, field: string, expires: number | undefined, now: number): void {
+  if (expires !== undefined && expires !== 0 && expires <= now) v.add(field, `${field} must be in the future (Unix milliseconds); 0 removes an expiry.`);
+}
+
+/** Whether the actor is a root key (the only kind of actor whose own grants bound what it may give). */
+const rootKeyPrincipal = (a: RootKeyActor): Principal | undefined => ("permissions" in a && !a.rootKeyId.startsWith("op:") ? a : undefined);
+
+/** 403 unless the calling root key's grants cover every one of these. */
+function requireCoverage(actor: RootKeyActor, permissions: readonly string[], what: string): void {
+  const p = rootKeyPrincipal(actor);
+  if (p === undefined) return;
+  const beyond = permissions.filter((g) => !covers(p.permissions, g));
+  if (beyond.length === 0) return;
+  throw new AppError(
+    "err:svc:authorization:insufficient_permissions",
+    `A root key can only ${what} permissions its own grants cover; not covered: ${beyond
+      .slice(0, 5)
+      .map((g) => `'${g}'`)
+      .join(", ")}${beyond.length > 5 ? ` and ${beyond.length - 5} more` : ""}.`,
+  );
+}
+
+const notFound = (): AppError => new AppError("err:svc:data:key_not_found", "No live root key with this id in the workspace.");
+
+const resource = (id: string) => ({ type: "root_key", id });
+
 /** A new root key for the workspace; its plaintext is in this answer only (the database keeps its hash). */
 export async function issueRootKey(
   deps: RootKeyDeps,
-  input: { workspaceId: string; name: string | undefined; permissions: readonly string[] },
+  actor: RootKeyActor,
+  input: { workspaceId: string; name: string | undefined; permissions: readonly string[]; expires?: number | undefined },
 ): Promise<{ keyId: string; rootKey: string }> {
   validateRootKeyInput(input);
   const now = deps.clock.now();
+  const v = new Validator();
+  validateExpiry(v, "expires", input.expires === 0 ? -1 : input.expires, now);
+  v.done();
+  const permissions = [...new Set(input.permissions)];
+  requireCoverage(actor, permissions, "give");
   const rootKey = generateRootKey();
   const keyId = newId("key", now);
-  await insertRootKey(deps.pool, {
-    id: keyId,
-    workspaceId: input.workspaceId,
-    hash: hashKey(rootKey),
-    start: rootKey.slice(0, 8),
-    name: input.name === undefined || input.name === "" ? null : input.name,
-    permissions: [...new Set(input.permissions)],
-    now,
-  });
+  await audited(
+    deps,
+    actor,
+    (conn) =>
+      insertRootKey(conn, {
+        id: keyId,
+        workspaceId: input.workspaceId,
+        hash: hashKey(rootKey),
+        start: rootKey.slice(0, 8),
+        name: input.name === undefined || input.name === "" ? null : input.name,
+        permissions,
+        expiresAt: input.expires,
+        now,
+      }),
+    () => ({
+      action: "root_key.create",
+      resources: [resource(keyId)],
+      description: `Created a root key with ${permissions.length} permission${permissions.length === 1 ? "" : "s"}${input.expires === undefined ? "" : " and an expiry"}.`,
+    }),
+  );
   return { keyId, rootKey };
 }
 
 /** The workspace's live root keys, never their secrets. */
-export async function listRootKeys(deps: RootKeyDeps, workspaceId: string): Promise<RootKeyListing[]> {
-  return listStoredRootKeys(deps.pool, workspaceId);
+export async function listRootKeys(deps: Pick<Deps, "pool">, workspaceId: string): Promise<RootKeyListing[]> {
+  return storedRootKeys(deps.pool, workspaceId);
+}
+
+function requireKeyId(keyId: string): void {
+  const v = new Validator();
+  v.required("keyId", keyId, { max: 48 });
+  v.done();
+}
+
+/**
+ * Runs a change to one live root key, locked, with its audit record; 404 when
+ * there is none (a key id of another workspace reads as unknown). A root key may
+ * only manage root keys whose grants its own cover. The old hash is evicted
+ * here at once and on other instances at their next poll.
+ */
+async function changeRootKey<T>(
+  deps: RootKeyDeps,
+  actor: RootKeyActor,
+  keyId: string,
+  workspaceId: string | undefined,
+  change: (conn: PoolConnection, key: LockedRootKey) => Promise<{ result: T; event: AuditEvent }>,
+): Promise<T> {
+  requireKeyId(keyId);
+  let hash = "";
+  const result = await transaction(deps.pool, async (conn) => {
+    const key = await lockRootKey(conn, keyId, workspaceId);
+    if (key === undefined) throw notFound();
+    requireCoverage(actor, key.permissions, "manage root keys holding");
+    hash = key.hash;
+    const done = await change(conn, key);
+    // The CLI names no workspace: its record goes to the root key's.
+    const who = "type" in actor && actor.workspaceId === undefined ? { ...actor, workspaceId: key.workspaceId } : actor;
+    await writeAudit(conn, deps, who, done.event);
+    return done.result;
+  });
+  await deps.invalidate("rootkey", hash);
+  return result;
+}
+
+/**
+ * Changes a root key's name, permissions, enabled state or expiry (null or 0:
+ * never). A disabled or expired root key is refused on every door (403, as the
+ * contract's table says) at once here and elsewhere within the invalidation poll.
+ */
+export async function updateRootKey(
+  deps: RootKeyDeps,
+  actor: RootKeyActor,
+  input: {
+    keyId: string;
+    workspaceId: string | undefined;
+    name?: string | undefined;
+    permissions?: readonly string[] | undefined;
+    enabled?: boolean | undefined;
+    expires?: number | undefined;
+  },
+): Promise<RootKeyListing> {
+  const now = deps.clock.now();
+  const v = new Validator();
+  v.string("name", input.name, { max: MAX_ROOT_KEY_NAME });
+  if (input.permissions !== undefined) {
+    v.items("permissions", input.permissions, {
+      minItems: 1,
+      maxItems: MAX_ROOT_KEY_PERMISSIONS,
+      pattern: ROOT_KEY_PERMISSION,
+      patternText: ROOT_KEY_PERMISSION_TEXT,
+    });
+  }
+  validateExpiry(v, "expires", input.expires, now);
+  v.done();
+  const permissions = input.permissions === undefined ? undefined : [...new Set(input.permissions)];
+  if (permissions !== undefined) requireCoverage(actor, permissions, "give");
+  const fields = [
+    ...(input.name !== undefined ? ["name"] : []),
+    ...(permissions !== undefined ? ["permissions"] : []),
+    ...(input.enabled !== undefined ? ["enabled"] : []),
+    ...(input.expires !== undefined ? ["expires"] : []),
+  ];
+  return changeRootKey(deps, actor, input.keyId, input.workspaceId, async (conn, key) => {
+    const expiresAt = input.expires === undefined ? undefined : input.expires === 0 ? null : input.expires;
+    const name = input.name === undefined ? undefined : input.name === "" ? null : input.name;
+    await updateRootKeyRow(conn, key.keyId, { name, permissions, enabled: input.enabled, expiresAt }, now);
+    const enabledWord = input.enabled === undefined ? "" : input.enabled ? " (enabled)" : " (disabled)";
+    return {
+      result: {
+        ...key,
+        name: name === undefined ? key.name : (name ?? ""),
+        permissions: permissions ?? key.permissions,
+        enabled: input.enabled ?? key.enabled,
+        expiresAt: expiresAt === undefined ? key.expiresAt : (expiresAt ?? undefined),
+      },
+      event: { action: "root_key.update", resources: [resource(key.keyId)], description: `Updated ${fieldList(fields)}${enabledWord}.` },
+    };
+  });
+}
+
+/**
+ * A new secret for a root key: a new root key with the same name, permissions,
+ * expiry and state, while the old one keeps working for the grace period and
+ * then expires (0: revoked at once). Both are in the audit record.
+ */
+export async function rotateRootKey(
+  deps: RootKeyDeps,
+  actor: RootKeyActor,
+  input: { keyId: string; workspaceId: string | undefined; gracePeriodMs: number },
+): Promise<{ keyId: string; rootKey: string; previousExpires: number }> {
+  const v = new Validator();
+  v.number("gracePeriodMs", input.gracePeriodMs, { min: 0, max: MAX_GRACE_PERIOD_MS });
+  v.done();
+  const now = deps.clock.now();
+  const rootKey = generateRootKey();
+  const newKeyId = newId("key", now);
+  return changeRootKey(deps, actor, input.keyId, input.workspaceId, async (conn, old) => {
+    await insertRootKey(conn, {
+      id: newKeyId,
+      workspaceId: old.workspaceId,
+      hash: hashKey(rootKey),
+      start: rootKey.slice(0, 8),
+      name: old.name === "" ? null : old.name,
+      permissions: old.permissions,
+      expiresAt: old.expiresAt,
+      enabled: old.enabled,
+      now,
+    });
+    // The old secret's end: the grace period's, or its own expiry when that comes first.
+    const end = Math.min(now + input.gracePeriodMs, old.expiresAt ?? Number.POSITIVE_INFINITY);
+    if (input.gracePeriodMs === 0) await softDeleteRootKey(conn, old.keyId, now);
+    else await updateRootKeyRow(conn, old.keyId, { expiresAt: end }, now);
+    return {
+      result: { keyId: newKeyId, rootKey, previousExpires: end },
+      event: {
+        action: "root_key.rotate",
+        resources: [resource(old.keyId), resource(newKeyId)],
+        description:
+          input.gracePeriodMs === 0
+            ? "Rotated the root key; the old secret was revoked at once."
+            : `Rotated the root key; the old secret works for ${input.gracePeriodMs} ms more.`,
+      },
+    };
+  });
 }
 
 /**
@@ -69,11 +272,9 @@ export async function listRootKeys(deps: RootKeyDeps, workspaceId: string): Prom
  * "not found" like an unknown one), or of any workspace when none is (the CLI).
  * It answers 401 at once here and on other instances after their next poll.
  */
-export async function revokeRootKey(deps: RootKeyDeps, input: { keyId: string; workspaceId: string | undefined }): Promise<void> {
-  const v = new Validator();
-  v.required("keyId", input.keyId, { max: 48 });
-  v.done();
-  const hash = await revokeStoredRootKey(deps.pool, input.keyId, input.workspaceId, deps.clock.now());
-  if (hash === undefined) throw new AppError("err:svc:data:key_not_found", "No live root key with this id in the workspace.");
-  await deps.invalidate("rootkey", hash);
+export async function revokeRootKey(deps: RootKeyDeps, actor: RootKeyActor, input: { keyId: string; workspaceId: string | undefined }): Promise<void> {
+  await changeRootKey(deps, actor, input.keyId, input.workspaceId, async (conn, key) => {
+    await softDeleteRootKey(conn, key.keyId, deps.clock.now());
+    return { result: undefined, event: { action: "root_key.delete", resources: [resource(key.keyId)], description: "Revoked the root key." } };
+  });
 }

@@ -20,6 +20,7 @@ import {
 } from "../../storage/identities.js";
 import { insertRatelimits } from "../../storage/keys.js";
 import { transaction } from "../../storage/sql.js";
+import { audited, fieldList, writeAudit } from "../audit/audit.js";
 import { type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { type RatelimitInput, validateMeta, validateRatelimits } from "../keys/input.js";
@@ -81,6 +82,13 @@ export async function createIdentity(deps: Deps, p: Principal, input: CreateIden
     await transaction(deps.pool, async (conn) => {
       await insertIdentity(conn, { id: identityId, workspaceId: p.workspaceId, externalId: input.externalId, meta, now });
       await insertRatelimits(conn, { workspaceId: p.workspaceId, identityId }, ratelimits, now);
+      // Field names only: meta values and limit names are the customer's data.
+      const fields = ["externalId", ...(input.meta === undefined ? [] : ["meta"]), ...(ratelimits.length > 0 ? ["ratelimits"] : [])];
+      await writeAudit(conn, deps, p, {
+        action: "identity.create",
+        resources: [{ type: "identity", id: identityId }],
+        description: `Created the identity with ${fieldList(fields)}.`,
+      });
     });
   } catch (err) {
     if (err instanceof DuplicateExternalId) {
@@ -139,6 +147,15 @@ export async function updateIdentity(deps: Deps, p: Principal, input: UpdateIden
     }
     const after = await findLiveIdentity(conn, p.workspaceId, current.id);
     if (after === undefined) throw identityNotFound();
+    // A request that names no field only moves updatedAt: nothing to record.
+    const fields = [...(meta === undefined ? [] : ["meta"]), ...(ratelimits === undefined ? [] : ["ratelimits"])];
+    if (fields.length > 0) {
+      await writeAudit(conn, deps, p, {
+        action: "identity.update",
+        resources: [{ type: "identity", id: current.id }],
+        description: `Replaced the identity's ${fieldList(fields)}.`,
+      });
+    }
     return after;
   });
   // Keys linked to the identity must verify against its new limits at once.
@@ -152,6 +169,15 @@ export async function updateIdentity(deps: Deps, p: Principal, input: UpdateIden
  */
 export async function deleteIdentity(deps: Deps, p: Principal, input: { identity: string }): Promise<void> {
   const identity = await authorisedIdentity(deps, p, input.identity, "delete_identity");
-  if (!(await softDeleteIdentity(deps.pool, identity.id, deps.clock.now()))) throw identityNotFound();
+  const deleted = await audited(
+    deps,
+    p,
+    (conn) => softDeleteIdentity(conn, identity.id, deps.clock.now()),
+    (done) =>
+      done
+        ? { action: "identity.delete", resources: [{ type: "identity", id: identity.id }], description: "Deleted the identity; its keys lose it and its limits." }
+        : undefined,
+  );
+  if (!deleted) throw identityNotFound();
   await deps.invalidate("identity", identity.id);
 }

@@ -18,6 +18,8 @@
 import { AppError } from "../../core/errors.js";
 import type { KeyDetails } from "../../core/records.js";
 import {
+  keyPermissionIds,
+  keyRoleIds,
   linkPermissionSlugs,
   listKeyPermissions,
   listKeyRoles,
@@ -33,7 +35,8 @@ import {
 } from "../../storage/key-grants.js";
 import { findLiveKeyById } from "../../storage/keys.js";
 import { ensurePermissions, linkRoles } from "../../storage/relations.js";
-import { type Queryable, transaction } from "../../storage/sql.js";
+import type { Queryable } from "../../storage/sql.js";
+import { type AuditAction, type AuditEvent, audited } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
@@ -72,12 +75,57 @@ async function loadKey(deps: Deps, p: Principal, keyId: string): Promise<KeyDeta
   return key;
 }
 
-/** Runs fn with the key row locked; 404 when the key was deleted since it was loaded. */
-async function withLockedKey<T>(deps: Deps, keyId: string, fn: (conn: Queryable) => Promise<T>): Promise<T> {
-  return transaction(deps.pool, async (conn) => {
-    if (!(await lockLiveKey(conn, keyId))) throw keyNotFound();
-    return fn(conn);
-  });
+/** What a grant change did: the ids attached before it, and the rows attached after. */
+interface Changed<T> {
+  before: readonly string[];
+  after: T[];
+}
+
+/**
+ * Runs fn with the key row locked, and writes its audit record in the same
+ * transaction; 404 when the key was deleted since it was loaded. The record
+ * names the ids added and removed, read under the lock (one more indexed SELECT
+ * of the key's links): a call that changes nothing (adding what is attached,
+ * removing what is not) writes no record.
+ */
+async function withLockedKey<T extends { id: string }>(
+  deps: Deps,
+  p: Principal,
+  key: KeyDetails,
+  action: AuditAction,
+  kind: "permission" | "role",
+  fn: (conn: Queryable) => Promise<Changed<T>>,
+): Promise<T[]> {
+  const done = await audited(
+    deps,
+    p,
+    async (conn) => {
+      if (!(await lockLiveKey(conn, key.id))) throw keyNotFound();
+      return fn(conn);
+    },
+    ({ before, after }) => grantEvent(action, key, kind, before, after),
+  );
+  return done.after;
+}
+
+function grantEvent(action: AuditAction, key: KeyDetails, kind: "permission" | "role", before: readonly string[], after: readonly { id: string }[]): AuditEvent | undefined {
+  const had = new Set(before);
+  const has = new Set(after.map((x) => x.id));
+  const added = [...has].filter((id) => !had.has(id));
+  const removed = [...had].filter((id) => !has.has(id));
+  if (added.length === 0 && removed.length === 0) return undefined;
+  const count = (n: number) => `${n} ${kind}${n === 1 ? "" : "s"}`;
+  const parts = [...(added.length > 0 ? [`added ${count(added.length)}`] : []), ...(removed.length > 0 ? [`removed ${count(removed.length)}`] : [])];
+  const text = parts.join(" and ");
+  return {
+    action,
+    resources: [
+      { type: "key", id: key.id },
+      { type: "api", id: key.apiId },
+      ...[...added, ...removed].map((id) => ({ type: kind, id })),
+    ],
+    description: `${text.charAt(0).toUpperCase()}${text.slice(1)}.`,
+  };
 }
 
 /** A permission deleted between being ensured and being attached: ensure it again. */
@@ -95,7 +143,8 @@ async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slug
       await ensurePermissions(deps.pool, p.workspaceId, missing, now);
     }
     try {
-      return await withLockedKey(deps, key.id, async (conn) => {
+      return await withLockedKey(deps, p, key, mode === "set" ? "key.set_permissions" : "key.add_permissions", "permission", async (conn) => {
+        const before = await keyPermissionIds(conn, key.id);
         if (mode === "set") await unlinkPermissionsExcept(conn, p.workspaceId, key.id, slugs);
         await linkPermissionSlugs(conn, p.workspaceId, key.id, slugs, now);
         const after = await listKeyPermissions(conn, key.id);
@@ -105,7 +154,7 @@ async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slug
           // Deleted under us three times running: say so rather than report a partial success.
           throw new AppError("err:svc:application:service_unavailable", "A permission was deleted while it was being granted; try again.");
         }
-        return after;
+        return { before, after };
       });
     } catch (err) {
       if (err instanceof PermissionVanished) continue;
@@ -143,13 +192,16 @@ export async function removePermissions(deps: Deps, p: Principal, input: Permiss
   // An unknown slug is an error; a known one that is not attached is a no-op.
   const [unknown] = await missingPermissionSlugs(deps.pool, p.workspaceId, slugs);
   if (unknown !== undefined) throw permissionNotFound(unknown);
-  const after = await withLockedKey(deps, key.id, async (conn) => {
+  const after = await withLockedKey(deps, p, key, "key.remove_permissions", "permission", async (conn) => {
+    const before = await keyPermissionIds(conn, key.id);
     await unlinkPermissionSlugs(conn, p.workspaceId, key.id, slugs);
-    return listKeyPermissions(conn, key.id);
+    return { before, after: await listKeyPermissions(conn, key.id) };
   });
   await deps.invalidate("key", key.id);
   return after;
 }
+
+const ROLE_ACTION = { add: "key.add_roles", remove: "key.remove_roles", set: "key.set_roles" } as const;
 
 /**
  * Roles are looked up inside the transaction that holds the key's lock, and
@@ -158,13 +210,14 @@ export async function removePermissions(deps: Deps, p: Principal, input: Permiss
  */
 async function changeRoles(deps: Deps, p: Principal, key: KeyDetails, names: string[], mode: "add" | "remove" | "set"): Promise<RoleRow[]> {
   const now = deps.clock.now();
-  const after = await withLockedKey(deps, key.id, async (conn) => {
+  const after = await withLockedKey(deps, p, key, ROLE_ACTION[mode], "role", async (conn) => {
     const found = await lockRolesByName(conn, p.workspaceId, names);
     if (found.missing !== undefined) throw roleNotFound(found.missing);
+    const before = await keyRoleIds(conn, key.id);
     if (mode === "remove") await unlinkRoles(conn, key.id, found.ids);
     if (mode === "set") await unlinkRolesExcept(conn, key.id, found.ids);
     if (mode !== "remove") await linkRoles(conn, p.workspaceId, key.id, found.ids, now);
-    return listKeyRoles(conn, key.id);
+    return { before, after: await listKeyRoles(conn, key.id) };
   });
   await deps.invalidate("key", key.id);
   return after;

@@ -15,9 +15,10 @@ import {
   RelationVanished,
   upsertIdentity,
 } from "../../storage/relations.js";
-import { isDuplicateKey, retryingDeadlocks, transaction } from "../../storage/sql.js";
+import { isDuplicateKey } from "../../storage/sql.js";
 import { VaultUnavailableError } from "../../storage/vault.js";
 import { apiNotFound, cachedLiveApi } from "../apis/apis.js";
+import { type AuditEvent, audited, fieldList } from "../audit/audit.js";
 import { apiPermission, holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { ID_PATTERN, limits } from "../limits.js";
@@ -75,6 +76,18 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   let roleIds = roles.ids;
   const slugCount = new Set(input.permissions).size;
 
+  const event = (keyId: string): AuditEvent => ({
+    action: "key.create",
+    resources: [
+      { type: "key", id: keyId },
+      { type: "api", id: api.id },
+      ...(identityId === undefined ? [] : [{ type: "identity", id: identityId }]),
+      ...permissionIds.map((id) => ({ type: "permission", id })),
+      ...roleIds.map((id) => ({ type: "role", id })),
+    ],
+    description: createdFields(input),
+  });
+
   for (let attempt = 0; ; attempt++) {
     const keyId = newId("key", now);
     const row: NewKeyRow = {
@@ -98,20 +111,23 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
       now,
     };
     try {
-      if (ratelimits.length === 0 && slugCount === 0 && roleIds.length === 0 && encrypted === undefined) {
-        // The key row alone: one statement commits by itself (two fewer round trips than a transaction).
-        await retryingDeadlocks(() => insertKeyRow(deps.pool, row));
-        deps.keyCache.delete(hash);
-        return { keyId, key };
-      }
-      await transaction(deps.pool, async (conn) => {
-        await insertKeyRow(conn, row);
-        await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
-        const linked = (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
-        // A permission or role deleted concurrently since it was looked up: roll back and look again.
-        if (permissionIds.length < slugCount || linked < permissionIds.length + roleIds.length) throw new RelationVanished();
-        if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
-      });
+      // One transaction for every key, the plain one too: its record must commit
+      // with it. A plain key was one autocommitted INSERT; it is now BEGIN, the key
+      // INSERT, the record's two INSERTs and COMMIT (five statements; the steps
+      // below send nothing for empty lists). A deadlock is retried by transaction().
+      await audited(
+        deps,
+        p,
+        async (conn) => {
+          await insertKeyRow(conn, row);
+          await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
+          const linked = (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
+          // A permission or role deleted concurrently since it was looked up: roll back and look again.
+          if (permissionIds.length < slugCount || linked < permissionIds.length + roleIds.length) throw new RelationVanished();
+          if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
+        },
+        () => event(keyId),
+      );
       deps.keyCache.delete(hash);
       return { keyId, key };
     } catch (err) {
@@ -129,6 +145,28 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
       throw err;
     }
   }
+}
+
+/**
+ * "Created the key with name, meta and credits.": the fields the request set, by
+ * name only. Their values stay out of the log: meta may hold anything, and the
+ * key itself (or its hash) would let a reader of the log verify as the key.
+ */
+function createdFields(input: CreateKeyInput): string {
+  const set: string[] = [];
+  if (input.name !== undefined) set.push("name");
+  if (input.prefix !== undefined) set.push("prefix");
+  if (input.byteLength !== undefined) set.push("byteLength");
+  if (input.externalId !== undefined) set.push("externalId");
+  if (input.meta !== undefined) set.push("meta");
+  if (input.expires !== undefined) set.push("expires");
+  if (input.credits !== undefined) set.push("credits");
+  if (input.ratelimits.length > 0) set.push("ratelimits");
+  if (input.enabled !== undefined) set.push("enabled");
+  if (input.recoverable) set.push("recoverable");
+  if (input.roles.length > 0) set.push("roles");
+  if (input.permissions.length > 0) set.push("permissions");
+  return set.length === 0 ? "Created the key." : `Created the key with ${fieldList(set)}.`;
 }
 
 export interface KeyView extends KeyDetails {
@@ -244,7 +282,26 @@ export async function deleteKey(deps: Deps, p: Principal, input: { keyId: string
   const key = await findLiveKeyById(deps.pool, p.workspaceId, input.keyId);
   if (!key) throw keyNotFound();
   requireAny(p, apiPermission(key.apiId, "delete_key"));
-  const done = input.permanent ? await transaction(deps.pool, (conn) => deleteKeyRow(conn, key.id)) : await softDeleteKey(deps.pool, key.id, deps.clock.now());
+  const permanent = input.permanent ?? false;
+  const done = await audited(
+    deps,
+    p,
+    (conn) => (permanent ? deleteKeyRow(conn, key.id) : softDeleteKey(conn, key.id, deps.clock.now())),
+    // Deleted meanwhile by another request (a 404 here): that request wrote the record.
+    (deleted) =>
+      deleted
+        ? {
+            action: "key.delete",
+            resources: [
+              { type: "key", id: key.id },
+              { type: "api", id: key.apiId },
+            ],
+            description: permanent
+              ? "Deleted the key permanently, with its permissions, roles, rate limits and stored ciphertext."
+              : "Deleted the key; it stops verifying.",
+          }
+        : undefined,
+  );
   if (!done) throw keyNotFound();
   await deps.invalidate("key", key.id);
 }

@@ -11,6 +11,7 @@ import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, re
 import { findIdentityIdOfKey, findLiveKeyById, insertKeyRow, lockKeyRow } from "../../storage/keys.js";
 import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
+import { type AuditEvent, audited, fieldList, writeAudit } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { MAX_SAFE } from "../limits.js";
@@ -72,6 +73,21 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
   let permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
   const slugCount = new Set(input.permissions).size;
 
+  const fields = updatedFields(input);
+  // The identity linked, and the one unlinked when it changes; the permissions and
+  // roles the key is given (a set: those it loses are not read, an update already costs enough).
+  const updated = (permissions: readonly string[], roles: readonly string[]): AuditEvent => ({
+    action: "key.update",
+    resources: [
+      { type: "key", id: key.id },
+      { type: "api", id: key.apiId },
+      ...(identityId === undefined ? [] : [{ type: "identity", id: identityId }]),
+      ...(input.externalId !== undefined && key.identity !== undefined && key.identity.id !== identityId ? [{ type: "identity", id: key.identity.id }] : []),
+      ...permissions.map((id) => ({ type: "permission", id })),
+      ...roles.map((id) => ({ type: "role", id })),
+    ],
+    description: `Updated ${fieldList(fields)}.`,
+  });
   const apply = () =>
     transaction(deps.pool, async (conn) => {
       await lockKeyRow(conn, key.id);
@@ -113,6 +129,8 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
       }
       // A permission or role deleted concurrently since it was looked up: roll back and look again.
       if (linked < wanted) throw new RelationVanished();
+      // A request that names no field changes nothing a reader of the log would look for (only updated_at).
+      if (fields.length > 0) await writeAudit(conn, deps, p, updated(permissionIds ?? [], roleIds ?? []));
     });
   for (let attempt = 1; ; attempt++) {
     try {
@@ -133,6 +151,25 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
   await deps.invalidate("key", key.id);
 }
 
+/**
+ * The fields a request sets (or clears), by name: the log says what changed,
+ * never to what (meta may hold secrets, credits are the customer's business).
+ */
+function updatedFields(input: UpdateKeyInput): string[] {
+  const fields: string[] = [];
+  if (input.name !== undefined) fields.push("name");
+  if (input.externalId !== undefined) fields.push("externalId");
+  if (input.meta !== undefined) fields.push("meta");
+  if (input.expires !== undefined) fields.push("expires");
+  if (input.credits?.remaining !== undefined) fields.push("credits.remaining");
+  if (input.credits?.refill !== undefined) fields.push("credits.refill");
+  if (input.ratelimits !== undefined) fields.push("ratelimits");
+  if (input.enabled !== undefined) fields.push("enabled");
+  if (input.roles !== undefined) fields.push("roles");
+  if (input.permissions !== undefined) fields.push("permissions");
+  return fields;
+}
+
 export interface UpdateCreditsInput {
   keyId: string;
   operation: string;
@@ -151,22 +188,44 @@ export async function updateCredits(
   if (!key) throw keyNotFound();
   requireAny(p, apiPermission(key.apiId, "update_key"));
   const now = deps.clock.now();
-  let result: { remaining: number | undefined; refill: Refill | undefined };
-  if (input.operation === "set") {
-    if (input.value === undefined) {
-      // Unlimited: the refill goes too.
-      await updateKeyColumns(deps.pool, key.id, { remaining_requests: null, refill_amount: null, refill_day: null }, now);
-      result = { remaining: undefined, refill: undefined };
-    } else {
-      await updateKeyColumns(deps.pool, key.id, { remaining_requests: input.value }, now);
-      result = { remaining: input.value, refill: key.refill };
-    }
-  } else {
-    const changed = await changeCredits(deps.pool, key.id, input.operation as "increment" | "decrement", input.value as number, MAX_SAFE);
-    if (!changed.found) throw invalidField("operation", "You cannot increment or decrement a key with unlimited credits.");
-    await updateKeyColumns(deps.pool, key.id, {}, now);
-    result = { remaining: changed.remaining, refill: key.refill };
-  }
+  const op = input.operation;
+  // A root key's change of the balance, so audited; the spends of verifyKey are not (a hot-path effect, not a management change).
+  const result = await audited(
+    deps,
+    p,
+    async (conn): Promise<{ remaining: number | undefined; refill: Refill | undefined }> => {
+      if (op === "set") {
+        if (input.value === undefined) {
+          // Unlimited: the refill goes too.
+          await updateKeyColumns(conn, key.id, { remaining_requests: null, refill_amount: null, refill_day: null }, now);
+          return { remaining: undefined, refill: undefined };
+        }
+        await updateKeyColumns(conn, key.id, { remaining_requests: input.value }, now);
+        return { remaining: input.value, refill: key.refill };
+      }
+      // Thrown inside the transaction: nothing changed, so it rolls back with no record.
+      const changed = await changeCredits(conn, key.id, op as "increment" | "decrement", input.value as number, MAX_SAFE);
+      if (!changed.found) throw invalidField("operation", "You cannot increment or decrement a key with unlimited credits.");
+      await updateKeyColumns(conn, key.id, {}, now);
+      return { remaining: changed.remaining, refill: key.refill };
+    },
+    // The operation by name, never the amount nor the balance.
+    () => ({
+      action: "key.update_credits",
+      resources: [
+        { type: "key", id: key.id },
+        { type: "api", id: key.apiId },
+      ],
+      description:
+        op === "set"
+          ? input.value === undefined
+            ? "Set credits.remaining to unlimited; cleared credits.refill."
+            : "Set credits.remaining."
+          : op === "increment"
+            ? "Incremented credits.remaining."
+            : "Decremented credits.remaining.",
+    }),
+  );
   await deps.invalidate("key", key.id);
   return result;
 }
@@ -206,6 +265,15 @@ export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string
     if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
     // The old key keeps working until the grace period ends (never longer than it would have).
     await updateKeyColumns(conn, old.id, { expires_at_m: old.expires === undefined ? graceEnds : Math.min(old.expires, graceEnds) }, now);
+    await writeAudit(conn, deps, p, {
+      action: "key.reroll",
+      resources: [
+        { type: "key", id: old.id },
+        { type: "key", id: keyId },
+        { type: "api", id: old.apiId },
+      ],
+      description: "Rerolled the key: a new key with its settings, permissions, roles and rate limits; set expires of the old key to the end of the grace period.",
+    });
   });
   await deps.invalidate("key", old.id);
   return { keyId, key };

@@ -7,6 +7,7 @@
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { findLiveOverride, findOverrideCandidates, listLiveOverrides, type OverrideRow, softDeleteOverride, upsertOverride } from "../../storage/ratelimit.js";
+import { type AuditResource, audited } from "../audit/audit.js";
 import { holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { findLiveNamespace, namespaceNotFound, namespacePermission, requireSomeNamespaceGrant } from "./namespaces.js";
@@ -20,6 +21,11 @@ export const overrideNotFound = (): AppError =>
 
 /** listOverrides' page size when none is asked for (its bounds are on the proto field). */
 export const OVERRIDES_PAGE_DEFAULT = 10;
+
+const overrideResources = (overrideId: string, namespaceId: string): AuditResource[] => [
+  { type: "ratelimit_override", id: overrideId },
+  { type: "ratelimit_namespace", id: namespaceId },
+];
 
 interface OverrideRef {
   namespace: string;
@@ -38,17 +44,28 @@ export async function setOverride(deps: Deps, p: Principal, input: SetOverrideIn
   if (ns === undefined) throw namespaceNotFound();
   requireAny(p, namespacePermission(ns.id, "set_override"));
   const now = deps.clock.now();
-  const overrideId = await upsertOverride(deps.pool, {
-    id: newId("rlor", now),
-    workspaceId: p.workspaceId,
-    namespaceId: ns.id,
-    identifier: input.identifier,
-    limit: input.limit,
-    duration: input.duration,
-    now,
-  });
+  const set = await audited(
+    deps,
+    p,
+    (conn) =>
+      upsertOverride(conn, {
+        id: newId("rlor", now),
+        workspaceId: p.workspaceId,
+        namespaceId: ns.id,
+        identifier: input.identifier,
+        limit: input.limit,
+        duration: input.duration,
+        now,
+      }),
+    (r) => ({
+      action: "ratelimit_override.set",
+      resources: overrideResources(r.id, ns.id),
+      // The identifier is the customer's (often a user id or an address): named by the override's id only.
+      description: r.created ? "Created the override with limit and duration." : "Set the override's limit and duration.",
+    }),
+  );
   await deps.invalidate("namespace", ns.id);
-  return { overrideId };
+  return { overrideId: set.id };
 }
 
 /**
@@ -89,6 +106,13 @@ export async function deleteOverride(deps: Deps, p: Principal, input: OverrideRe
   if (ns === undefined) throw overrideNotFound();
   requireAny(p, namespacePermission(ns.id, "delete_override"));
   const found = await findLiveOverride(deps.pool, ns.id, input.identifier);
-  if (found === undefined || !(await softDeleteOverride(deps.pool, found.id, deps.clock.now()))) throw overrideNotFound();
+  if (found === undefined) throw overrideNotFound();
+  const deleted = await audited(
+    deps,
+    p,
+    (conn) => softDeleteOverride(conn, found.id, deps.clock.now()),
+    (done) => (done ? { action: "ratelimit_override.delete", resources: overrideResources(found.id, ns.id), description: "Deleted the override." } : undefined),
+  );
+  if (!deleted) throw overrideNotFound();
   await deps.invalidate("namespace", ns.id);
 }

@@ -6,7 +6,7 @@
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { DuplicatePermissionSlug, deletePermissionRow, findPermission, insertPermission, listPermissionsPage, type PermissionRow } from "../../storage/rbac.js";
-import { transaction } from "../../storage/sql.js";
+import { audited, fieldList } from "../audit/audit.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -24,15 +24,18 @@ export async function createPermission(deps: Deps, p: Principal, input: CreatePe
   const now = deps.clock.now();
   requireAny(p, rbac("create_permission"));
   const permissionId = newId("perm", now);
+  const description = input.description || undefined;
   try {
-    await insertPermission(deps.pool, {
-      id: permissionId,
-      workspaceId: p.workspaceId,
-      name: input.name,
-      slug: input.slug,
-      description: input.description || undefined,
-      now,
-    });
+    await audited(
+      deps,
+      p,
+      (conn) => insertPermission(conn, { id: permissionId, workspaceId: p.workspaceId, name: input.name, slug: input.slug, description, now }),
+      () => ({
+        action: "permission.create",
+        resources: [{ type: "permission", id: permissionId }],
+        description: `Created the permission with ${fieldList(["name", "slug", ...(description === undefined ? [] : ["description"])])}.`,
+      }),
+    );
   } catch (err) {
     if (err instanceof DuplicatePermissionSlug) {
       throw new AppError("err:svc:data:permission_already_exists", `A permission with slug '${input.slug}' already exists in this workspace`);
@@ -65,7 +68,19 @@ export async function deletePermission(deps: Deps, p: Principal, input: { permis
   requireAny(p, rbac("delete_permission"));
   const found = await findPermission(deps.pool, p.workspaceId, input.permission);
   if (found === undefined) throw permissionNotFound();
-  const deleted = await transaction(deps.pool, (conn) => deletePermissionRow(conn, p.workspaceId, found.id));
+  const deleted = await audited(
+    deps,
+    p,
+    (conn) => deletePermissionRow(conn, p.workspaceId, found.id),
+    (done) =>
+      done
+        ? {
+            action: "permission.delete",
+            resources: [{ type: "permission", id: found.id }],
+            description: "Deleted the permission; it left every role and key that had it.",
+          }
+        : undefined,
+  );
   if (!deleted) throw permissionNotFound();
   // Keys holding it (directly or through a role) must fail the very next
   // verification that asks for it (docs/caching.md): evict the workspace's records.

@@ -10,14 +10,15 @@ import {
   deleteRoleRow,
   existingSlugs,
   findRole,
+  insertMissingPermissions,
   insertRole,
   linkRolePermissions,
   listRolesPage,
   type RoleRow,
   roleNameTaken,
 } from "../../storage/rbac.js";
-import { ensurePermissions } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
+import { audited, fieldList, writeAudit } from "../audit/audit.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -50,13 +51,20 @@ export async function createRole(deps: Deps, p: Principal, input: CreateRoleInpu
   if (await roleNameTaken(deps.pool, p.workspaceId, input.name)) throw roleExists(input.name);
 
   const roleId = newId("role", now);
+  const description = input.description || undefined;
+  // Permissions this request created, over every attempt: the role's record names them.
+  const created = new Set<string>();
   for (let attempt = 1; ; attempt++) {
-    // Auto-created permissions are committed on their own, outside the role's
-    // transaction, so concurrent creators of the same slug find each other's row.
-    const permissionIds = await ensurePermissions(deps.pool, p.workspaceId, slugs, now);
+    // The missing permissions are created and committed first, in a transaction
+    // of their own with their own record, so concurrent creators of the same
+    // slug find each other's row. Should the role then fail (a name taken
+    // meanwhile), those permissions exist and their creation is still on record.
+    const ensured = await ensureRolePermissions(deps, p, slugs, now);
+    for (const id of ensured.created) created.add(id);
+    const permissionIds = ensured.ids;
     try {
       await transaction(deps.pool, async (conn) => {
-        await insertRole(conn, { id: roleId, workspaceId: p.workspaceId, name: input.name, description: input.description || undefined, now });
+        await insertRole(conn, { id: roleId, workspaceId: p.workspaceId, name: input.name, description, now });
         const linked = await linkRolePermissions(conn, p.workspaceId, roleId, permissionIds, now);
         // A permission deleted by a concurrent deletePermission after it was
         // ensured: roll back and ensure again, rather than answer 200 without it.
@@ -64,6 +72,18 @@ export async function createRole(deps: Deps, p: Principal, input: CreateRoleInpu
           if (attempt < 3) throw new PermissionVanished();
           throw new AppError("err:svc:application:service_unavailable", "A permission was deleted while the role was being created; try again.");
         }
+        const fields = ["name", ...(description === undefined ? [] : ["description"]), ...(slugs.length > 0 ? ["permissions"] : [])];
+        const autoCreated =
+          created.size === 0
+            ? ""
+            : created.size === 1
+              ? "; one of its permissions did not exist and was created"
+              : `; ${created.size} of its permissions did not exist and were created`;
+        await writeAudit(conn, deps, p, {
+          action: "role.create",
+          resources: [{ type: "role", id: roleId }, ...[...created].map((id) => ({ type: "permission", id }))],
+          description: `Created the role with ${fieldList(fields)}${autoCreated}.`,
+        });
       });
       return { roleId };
     } catch (err) {
@@ -72,6 +92,24 @@ export async function createRole(deps: Deps, p: Principal, input: CreateRoleInpu
       throw err;
     }
   }
+}
+
+/** The ids of these slugs, creating the missing ones with a permission.create record in the same transaction. */
+async function ensureRolePermissions(deps: Deps, p: Principal, slugs: readonly string[], now: number): Promise<{ ids: string[]; created: string[] }> {
+  if (slugs.length === 0) return { ids: [], created: [] };
+  return audited(
+    deps,
+    p,
+    (conn) => insertMissingPermissions(conn, p.workspaceId, slugs, now),
+    (r) =>
+      r.created.length === 0
+        ? undefined
+        : {
+            action: "permission.create",
+            resources: r.created.map((id) => ({ type: "permission", id })),
+            description: `Created ${r.created.length === 1 ? "a permission" : `${r.created.length} permissions`} (name and slug) that a new role named and that did not exist.`,
+          },
+  );
 }
 
 /** A permission deleted between being ensured and being attached to the new role. */
@@ -100,7 +138,13 @@ export async function deleteRole(deps: Deps, p: Principal, input: { role: string
   requireAny(p, rbac("delete_role"));
   const found = await findRole(deps.pool, p.workspaceId, input.role);
   if (found === undefined) throw roleNotFound();
-  const deleted = await transaction(deps.pool, (conn) => deleteRoleRow(conn, p.workspaceId, found.id));
+  const deleted = await audited(
+    deps,
+    p,
+    (conn) => deleteRoleRow(conn, p.workspaceId, found.id),
+    (done) =>
+      done ? { action: "role.delete", resources: [{ type: "role", id: found.id }], description: "Deleted the role; it left every key that had it." } : undefined,
+  );
   if (!deleted) throw roleNotFound();
   // Keys with the role must lose its permissions on the very next verification
   // (docs/caching.md): evict the workspace's cached key records.

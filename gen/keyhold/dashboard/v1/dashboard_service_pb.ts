@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditLog } from "../../v2/audit_logs_service_pb.js";
+import { file_keyhold_v2_audit_logs_service } from "../../v2/audit_logs_service_pb.js";
 import type { KeyResponseData } from "../../v2/resources_pb.js";
 import { file_keyhold_v2_resources } from "../../v2/resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file keyhold/dashboard/v1/dashboard_service.proto.
  */
 export const file_keyhold_dashboard_v1_dashboard_service: GenFile = /*@__PURE__*/
-  fileDesc("CixrZXlob2xkL2Rhc2hib2FyZC92MS9kYXNoYm9hcmRfc2VydmljZS5wcm90bxIUa2V5aG9sZC5kYXNoYm9hcmQudjEiJQoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiFwoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Ik0KFkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2USMwoKd29ya3NwYWNlcxgBIAMoCzIfLmtleWhvbGQuZGFzaGJvYXJkLnYxLldvcmtzcGFjZSImChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiTQoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ua2V5aG9sZC5kYXNoYm9hcmQudjEuV29ya3NwYWNlIk8KFENyZWF0ZVJvb3RLZXlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC3Blcm1pc3Npb25zGAMgAygJIjkKFUNyZWF0ZVJvb3RLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSEAoIcm9vdF9rZXkYAiABKAkiiwEKB1Jvb3RLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFc3RhcnQYAyABKAkSEwoLcGVybWlzc2lvbnMYBCADKAkSEgoKY3JlYXRlZF9hdBgFIAEoAxIZCgxsYXN0X3VzZWRfYXQYBiABKANIAIgBAUIPCg1fbGFzdF91c2VkX2F0IisKE0xpc3RSb290S2V5c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkgKFExpc3RSb290S2V5c1Jlc3BvbnNlEjAKCXJvb3Rfa2V5cxgBIAMoCzIdLmtleWhvbGQuZGFzaGJvYXJkLnYxLlJvb3RLZXkiPAoUUmV2b2tlUm9vdEtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIXChVSZXZva2VSb290S2V5UmVzcG9uc2UiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyInCg9MaXN0QXBpc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIjsKEExpc3RBcGlzUmVzcG9uc2USJwoEYXBpcxgBIAMoCzIZLmtleWhvbGQuZGFzaGJvYXJkLnYxLkFwaSKZAQoPR2V0VXNhZ2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJEgwKBGZyb20YBCABKAMSCgoCdG8YBSABKAMSNgoLZ3JhbnVsYXJpdHkYBiABKA4yIS5rZXlob2xkLmRhc2hib2FyZC52MS5HcmFudWxhcml0eSI6CgpVc2FnZVBvaW50EgwKBHRpbWUYASABKAMSDwoHb3V0Y29tZRgCIAEoCRINCgVjb3VudBgDIAEoAyJEChBHZXRVc2FnZVJlc3BvbnNlEjAKBnBvaW50cxgBIAMoCzIgLmtleWhvbGQuZGFzaGJvYXJkLnYxLlVzYWdlUG9pbnQiOQoJTmFtZXNwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyItChVMaXN0TmFtZXNwYWNlc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIk0KFkxpc3ROYW1lc3BhY2VzUmVzcG9uc2USMwoKbmFtZXNwYWNlcxgBIAMoCzIfLmtleWhvbGQuZGFzaGJvYXJkLnYxLk5hbWVzcGFjZSI8ChZDcmVhdGVOYW1lc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIk0KF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEjIKCW5hbWVzcGFjZRgBIAEoCzIfLmtleWhvbGQuZGFzaGJvYXJkLnYxLk5hbWVzcGFjZSJEChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxuYW1lc3BhY2VfaWQYAiABKAkiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UiVwoRU2VhcmNoS2V5c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmFwaV9pZBgCIAEoCRINCgVxdWVyeRgDIAEoCRINCgVsaW1pdBgEIAEoDSJRChJTZWFyY2hLZXlzUmVzcG9uc2USKQoEa2V5cxgBIAMoCzIbLmtleWhvbGQudjIuS2V5UmVzcG9uc2VEYXRhEhAKCGhhc19tb3JlGAIgASgIKm0KC0dyYW51bGFyaXR5EhsKF0dSQU5VTEFSSVRZX1VOU1BFQ0lGSUVEEAASFgoSR1JBTlVMQVJJVFlfTUlOVVRFEAESFAoQR1JBTlVMQVJJVFlfSE9VUhACEhMKD0dSQU5VTEFSSVRZX0RBWRADMo4JChBEYXNoYm9hcmRTZXJ2aWNlEmsKDkxpc3RXb3Jrc3BhY2VzEisua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Giwua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdFdvcmtzcGFjZXNSZXNwb25zZRJuCg9DcmVhdGVXb3Jrc3BhY2USLC5rZXlob2xkLmRhc2hib2FyZC52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Gi0ua2V5aG9sZC5kYXNoYm9hcmQudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USaAoNQ3JlYXRlUm9vdEtleRIqLmtleWhvbGQuZGFzaGJvYXJkLnYxLkNyZWF0ZVJvb3RLZXlSZXF1ZXN0Gisua2V5aG9sZC5kYXNoYm9hcmQudjEuQ3JlYXRlUm9vdEtleVJlc3BvbnNlEmUKDExpc3RSb290S2V5cxIpLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3RSb290S2V5c1JlcXVlc3QaKi5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0Um9vdEtleXNSZXNwb25zZRJoCg1SZXZva2VSb290S2V5Eioua2V5aG9sZC5kYXNoYm9hcmQudjEuUmV2b2tlUm9vdEtleVJlcXVlc3QaKy5rZXlob2xkLmRhc2hib2FyZC52MS5SZXZva2VSb290S2V5UmVzcG9uc2USWQoITGlzdEFwaXMSJS5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0QXBpc1JlcXVlc3QaJi5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0QXBpc1Jlc3BvbnNlElkKCEdldFVzYWdlEiUua2V5aG9sZC5kYXNoYm9hcmQudjEuR2V0VXNhZ2VSZXF1ZXN0GiYua2V5aG9sZC5kYXNoYm9hcmQudjEuR2V0VXNhZ2VSZXNwb25zZRJrCg5MaXN0TmFtZXNwYWNlcxIrLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3ROYW1lc3BhY2VzUmVxdWVzdBosLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3ROYW1lc3BhY2VzUmVzcG9uc2USbgoPQ3JlYXRlTmFtZXNwYWNlEiwua2V5aG9sZC5kYXNoYm9hcmQudjEuQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBotLmtleWhvbGQuZGFzaGJvYXJkLnYxLkNyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEm4KD0RlbGV0ZU5hbWVzcGFjZRIsLmtleWhvbGQuZGFzaGJvYXJkLnYxLkRlbGV0ZU5hbWVzcGFjZVJlcXVlc3QaLS5rZXlob2xkLmRhc2hib2FyZC52MS5EZWxldGVOYW1lc3BhY2VSZXNwb25zZRJfCgpTZWFyY2hLZXlzEicua2V5aG9sZC5kYXNoYm9hcmQudjEuU2VhcmNoS2V5c1JlcXVlc3QaKC5rZXlob2xkLmRhc2hib2FyZC52MS5TZWFyY2hLZXlzUmVzcG9uc2ViBnByb3RvMw", [file_keyhold_v2_resources]);
+  fileDesc("CixrZXlob2xkL2Rhc2hib2FyZC92MS9kYXNoYm9hcmRfc2VydmljZS5wcm90bxIUa2V5aG9sZC5kYXNoYm9hcmQudjEiJQoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiFwoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Ik0KFkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2USMwoKd29ya3NwYWNlcxgBIAMoCzIfLmtleWhvbGQuZGFzaGJvYXJkLnYxLldvcmtzcGFjZSImChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiTQoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ua2V5aG9sZC5kYXNoYm9hcmQudjEuV29ya3NwYWNlInEKFENyZWF0ZVJvb3RLZXlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC3Blcm1pc3Npb25zGAMgAygJEhQKB2V4cGlyZXMYBCABKANIAIgBAUIKCghfZXhwaXJlcyI5ChVDcmVhdGVSb290S2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEhAKCHJvb3Rfa2V5GAIgASgJIr4BCgdSb290S2V5Eg4KBmtleV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXN0YXJ0GAMgASgJEhMKC3Blcm1pc3Npb25zGAQgAygJEhIKCmNyZWF0ZWRfYXQYBSABKAMSGQoMbGFzdF91c2VkX2F0GAYgASgDSACIAQESDwoHZW5hYmxlZBgHIAEoCBIUCgdleHBpcmVzGAggASgDSAGIAQFCDwoNX2xhc3RfdXNlZF9hdEIKCghfZXhwaXJlcyIrChNMaXN0Um9vdEtleXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJIChRMaXN0Um9vdEtleXNSZXNwb25zZRIwCglyb290X2tleXMYASADKAsyHS5rZXlob2xkLmRhc2hib2FyZC52MS5Sb290S2V5IjwKFFJldm9rZVJvb3RLZXlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiFwoVUmV2b2tlUm9vdEtleVJlc3BvbnNlIsoBChRVcGRhdGVSb290S2V5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARITCgtwZXJtaXNzaW9ucxgEIAMoCRIXCg9zZXRfcGVybWlzc2lvbnMYBSABKAgSFAoHZW5hYmxlZBgGIAEoCEgBiAEBEhQKB2V4cGlyZXMYByABKANIAogBAUIHCgVfbmFtZUIKCghfZW5hYmxlZEIKCghfZXhwaXJlcyJIChVVcGRhdGVSb290S2V5UmVzcG9uc2USLwoIcm9vdF9rZXkYASABKAsyHS5rZXlob2xkLmRhc2hib2FyZC52MS5Sb290S2V5IlUKFFJvdGF0ZVJvb3RLZXlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkSFwoPZ3JhY2VfcGVyaW9kX21zGAMgASgDIlMKFVJvdGF0ZVJvb3RLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSEAoIcm9vdF9rZXkYAiABKAkSGAoQcHJldmlvdXNfZXhwaXJlcxgDIAEoAyKBAgoUTGlzdEF1ZGl0TG9nc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKBXN0YXJ0GAIgASgDSACIAQESEAoDZW5kGAMgASgDSAGIAQESFQoIYWN0b3JfaWQYBCABKAlIAogBARIPCgdhY3Rpb25zGAUgAygJEhgKC3Jlc291cmNlX2lkGAYgASgJSAOIAQESEgoFbGltaXQYByABKAVIBIgBARITCgZjdXJzb3IYCCABKAlIBYgBAUIICgZfc3RhcnRCBgoEX2VuZEILCglfYWN0b3JfaWRCDgoMX3Jlc291cmNlX2lkQggKBl9saW1pdEIJCgdfY3Vyc29yIlsKFUxpc3RBdWRpdExvZ3NSZXNwb25zZRIiCgRsb2dzGAEgAygLMhQua2V5aG9sZC52Mi5BdWRpdExvZxITCgZjdXJzb3IYAiABKAlIAIgBAUIJCgdfY3Vyc29yIjMKA0FwaRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMiJwoPTGlzdEFwaXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSI7ChBMaXN0QXBpc1Jlc3BvbnNlEicKBGFwaXMYASADKAsyGS5rZXlob2xkLmRhc2hib2FyZC52MS5BcGkimQEKD0dldFVzYWdlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGYXBpX2lkGAIgASgJEg4KBmtleV9pZBgDIAEoCRIMCgRmcm9tGAQgASgDEgoKAnRvGAUgASgDEjYKC2dyYW51bGFyaXR5GAYgASgOMiEua2V5aG9sZC5kYXNoYm9hcmQudjEuR3JhbnVsYXJpdHkiOgoKVXNhZ2VQb2ludBIMCgR0aW1lGAEgASgDEg8KB291dGNvbWUYAiABKAkSDQoFY291bnQYAyABKAMiRAoQR2V0VXNhZ2VSZXNwb25zZRIwCgZwb2ludHMYASADKAsyIC5rZXlob2xkLmRhc2hib2FyZC52MS5Vc2FnZVBvaW50IjkKCU5hbWVzcGFjZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMiLQoVTGlzdE5hbWVzcGFjZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJNChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjMKCm5hbWVzcGFjZXMYASADKAsyHy5rZXlob2xkLmRhc2hib2FyZC52MS5OYW1lc3BhY2UiPAoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJNChdDcmVhdGVOYW1lc3BhY2VSZXNwb25zZRIyCgluYW1lc3BhY2UYASABKAsyHy5rZXlob2xkLmRhc2hib2FyZC52MS5OYW1lc3BhY2UiRAoWRGVsZXRlTmFtZXNwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFAoMbmFtZXNwYWNlX2lkGAIgASgJIhkKF0RlbGV0ZU5hbWVzcGFjZVJlc3BvbnNlIlcKEVNlYXJjaEtleXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFcXVlcnkYAyABKAkSDQoFbGltaXQYBCABKA0iUQoSU2VhcmNoS2V5c1Jlc3BvbnNlEikKBGtleXMYASADKAsyGy5rZXlob2xkLnYyLktleVJlc3BvbnNlRGF0YRIQCghoYXNfbW9yZRgCIAEoCCptCgtHcmFudWxhcml0eRIbChdHUkFOVUxBUklUWV9VTlNQRUNJRklFRBAAEhYKEkdSQU5VTEFSSVRZX01JTlVURRABEhQKEEdSQU5VTEFSSVRZX0hPVVIQAhITCg9HUkFOVUxBUklUWV9EQVkQAzLMCwoQRGFzaGJvYXJkU2VydmljZRJrCg5MaXN0V29ya3NwYWNlcxIrLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3RXb3Jrc3BhY2VzUmVxdWVzdBosLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2USbgoPQ3JlYXRlV29ya3NwYWNlEiwua2V5aG9sZC5kYXNoYm9hcmQudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBotLmtleWhvbGQuZGFzaGJvYXJkLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEmgKDUNyZWF0ZVJvb3RLZXkSKi5rZXlob2xkLmRhc2hib2FyZC52MS5DcmVhdGVSb290S2V5UmVxdWVzdBorLmtleWhvbGQuZGFzaGJvYXJkLnYxLkNyZWF0ZVJvb3RLZXlSZXNwb25zZRJlCgxMaXN0Um9vdEtleXMSKS5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0Um9vdEtleXNSZXF1ZXN0Gioua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdFJvb3RLZXlzUmVzcG9uc2USaAoNUmV2b2tlUm9vdEtleRIqLmtleWhvbGQuZGFzaGJvYXJkLnYxLlJldm9rZVJvb3RLZXlSZXF1ZXN0Gisua2V5aG9sZC5kYXNoYm9hcmQudjEuUmV2b2tlUm9vdEtleVJlc3BvbnNlEmgKDVVwZGF0ZVJvb3RLZXkSKi5rZXlob2xkLmRhc2hib2FyZC52MS5VcGRhdGVSb290S2V5UmVxdWVzdBorLmtleWhvbGQuZGFzaGJvYXJkLnYxLlVwZGF0ZVJvb3RLZXlSZXNwb25zZRJoCg1Sb3RhdGVSb290S2V5Eioua2V5aG9sZC5kYXNoYm9hcmQudjEuUm90YXRlUm9vdEtleVJlcXVlc3QaKy5rZXlob2xkLmRhc2hib2FyZC52MS5Sb3RhdGVSb290S2V5UmVzcG9uc2USaAoNTGlzdEF1ZGl0TG9ncxIqLmtleWhvbGQuZGFzaGJvYXJkLnYxLkxpc3RBdWRpdExvZ3NSZXF1ZXN0Gisua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlElkKCExpc3RBcGlzEiUua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdEFwaXNSZXF1ZXN0GiYua2V5aG9sZC5kYXNoYm9hcmQudjEuTGlzdEFwaXNSZXNwb25zZRJZCghHZXRVc2FnZRIlLmtleWhvbGQuZGFzaGJvYXJkLnYxLkdldFVzYWdlUmVxdWVzdBomLmtleWhvbGQuZGFzaGJvYXJkLnYxLkdldFVzYWdlUmVzcG9uc2USawoOTGlzdE5hbWVzcGFjZXMSKy5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0TmFtZXNwYWNlc1JlcXVlc3QaLC5rZXlob2xkLmRhc2hib2FyZC52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEm4KD0NyZWF0ZU5hbWVzcGFjZRIsLmtleWhvbGQuZGFzaGJvYXJkLnYxLkNyZWF0ZU5hbWVzcGFjZVJlcXVlc3QaLS5rZXlob2xkLmRhc2hib2FyZC52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJuCg9EZWxldGVOYW1lc3BhY2USLC5rZXlob2xkLmRhc2hib2FyZC52MS5EZWxldGVOYW1lc3BhY2VSZXF1ZXN0Gi0ua2V5aG9sZC5kYXNoYm9hcmQudjEuRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2USXwoKU2VhcmNoS2V5cxInLmtleWhvbGQuZGFzaGJvYXJkLnYxLlNlYXJjaEtleXNSZXF1ZXN0Gigua2V5aG9sZC5kYXNoYm9hcmQudjEuU2VhcmNoS2V5c1Jlc3BvbnNlYgZwcm90bzM", [file_keyhold_v2_audit_logs_service, file_keyhold_v2_resources]);
 
 /**
  * Workspace is a tenant of keyhold: its APIs, keys and root keys.
@@ -146,6 +148,13 @@ export type CreateRootKeyRequest = Message<"keyhold.dashboard.v1.CreateRootKeyRe
    * @generated from field: repeated string permissions = 3;
    */
   permissions: string[];
+
+  /**
+   * When it stops working, in Unix milliseconds (in the future); never when absent.
+   *
+   * @generated from field: optional int64 expires = 4;
+   */
+  expires?: bigint | undefined;
 };
 
 /**
@@ -231,6 +240,20 @@ export type RootKey = Message<"keyhold.dashboard.v1.RootKey"> & {
    * @generated from field: optional int64 last_used_at = 6;
    */
   lastUsedAt?: bigint | undefined;
+
+  /**
+   * Whether it is enabled.
+   *
+   * @generated from field: bool enabled = 7;
+   */
+  enabled: boolean;
+
+  /**
+   * When it expires, in Unix milliseconds; absent when it does not.
+   *
+   * @generated from field: optional int64 expires = 8;
+   */
+  expires?: bigint | undefined;
 };
 
 /**
@@ -326,6 +349,258 @@ export const RevokeRootKeyResponseSchema: GenMessage<RevokeRootKeyResponse> = /*
   messageDesc(file_keyhold_dashboard_v1_dashboard_service, 11);
 
 /**
+ * UpdateRootKeyRequest names the root key and the changes; absent fields stay.
+ *
+ * @generated from message keyhold.dashboard.v1.UpdateRootKeyRequest
+ */
+export type UpdateRootKeyRequest = Message<"keyhold.dashboard.v1.UpdateRootKeyRequest"> & {
+  /**
+   * The workspace the root key belongs to.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The root key's id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * A new label ("" clears it).
+   *
+   * @generated from field: optional string name = 3;
+   */
+  name?: string | undefined;
+
+  /**
+   * Replaces its grants when set_permissions is true.
+   *
+   * @generated from field: repeated string permissions = 4;
+   */
+  permissions: string[];
+
+  /**
+   * Whether permissions replaces the grants.
+   *
+   * @generated from field: bool set_permissions = 5;
+   */
+  setPermissions: boolean;
+
+  /**
+   * Enables or disables it.
+   *
+   * @generated from field: optional bool enabled = 6;
+   */
+  enabled?: boolean | undefined;
+
+  /**
+   * When it stops working, in Unix milliseconds; 0 removes the expiry.
+   *
+   * @generated from field: optional int64 expires = 7;
+   */
+  expires?: bigint | undefined;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.UpdateRootKeyRequest.
+ * Use `create(UpdateRootKeyRequestSchema)` to create a new message.
+ */
+export const UpdateRootKeyRequestSchema: GenMessage<UpdateRootKeyRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 12);
+
+/**
+ * UpdateRootKeyResponse holds the root key after the change.
+ *
+ * @generated from message keyhold.dashboard.v1.UpdateRootKeyResponse
+ */
+export type UpdateRootKeyResponse = Message<"keyhold.dashboard.v1.UpdateRootKeyResponse"> & {
+  /**
+   * The root key.
+   *
+   * @generated from field: keyhold.dashboard.v1.RootKey root_key = 1;
+   */
+  rootKey?: RootKey | undefined;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.UpdateRootKeyResponse.
+ * Use `create(UpdateRootKeyResponseSchema)` to create a new message.
+ */
+export const UpdateRootKeyResponseSchema: GenMessage<UpdateRootKeyResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 13);
+
+/**
+ * RotateRootKeyRequest names the root key and the old secret's grace period.
+ *
+ * @generated from message keyhold.dashboard.v1.RotateRootKeyRequest
+ */
+export type RotateRootKeyRequest = Message<"keyhold.dashboard.v1.RotateRootKeyRequest"> & {
+  /**
+   * The workspace the root key belongs to.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The root key's id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * How long the old secret keeps working, in ms (0: revoked at once).
+   *
+   * @generated from field: int64 grace_period_ms = 3;
+   */
+  gracePeriodMs: bigint;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.RotateRootKeyRequest.
+ * Use `create(RotateRootKeyRequestSchema)` to create a new message.
+ */
+export const RotateRootKeyRequestSchema: GenMessage<RotateRootKeyRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 14);
+
+/**
+ * RotateRootKeyResponse holds the new root key, shown this once only.
+ *
+ * @generated from message keyhold.dashboard.v1.RotateRootKeyResponse
+ */
+export type RotateRootKeyResponse = Message<"keyhold.dashboard.v1.RotateRootKeyResponse"> & {
+  /**
+   * The new root key's id.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * The new root key itself.
+   *
+   * @generated from field: string root_key = 2;
+   */
+  rootKey: string;
+
+  /**
+   * When the old secret stops working, in Unix milliseconds.
+   *
+   * @generated from field: int64 previous_expires = 3;
+   */
+  previousExpires: bigint;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.RotateRootKeyResponse.
+ * Use `create(RotateRootKeyResponseSchema)` to create a new message.
+ */
+export const RotateRootKeyResponseSchema: GenMessage<RotateRootKeyResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 15);
+
+/**
+ * ListAuditLogsRequest names the workspace and the filters.
+ *
+ * @generated from message keyhold.dashboard.v1.ListAuditLogsRequest
+ */
+export type ListAuditLogsRequest = Message<"keyhold.dashboard.v1.ListAuditLogsRequest"> & {
+  /**
+   * The workspace.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * Records at or after this time (Unix milliseconds).
+   *
+   * @generated from field: optional int64 start = 2;
+   */
+  start?: bigint | undefined;
+
+  /**
+   * Records at or before this time (Unix milliseconds).
+   *
+   * @generated from field: optional int64 end = 3;
+   */
+  end?: bigint | undefined;
+
+  /**
+   * Only this actor's changes (a root key's or an operator's id).
+   *
+   * @generated from field: optional string actor_id = 4;
+   */
+  actorId?: string | undefined;
+
+  /**
+   * Only these actions.
+   *
+   * @generated from field: repeated string actions = 5;
+   */
+  actions: string[];
+
+  /**
+   * Only the changes that touched this resource id.
+   *
+   * @generated from field: optional string resource_id = 6;
+   */
+  resourceId?: string | undefined;
+
+  /**
+   * Page size, 1 to 100 (default 50).
+   *
+   * @generated from field: optional int32 limit = 7;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The cursor from the previous page.
+   *
+   * @generated from field: optional string cursor = 8;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.ListAuditLogsRequest.
+ * Use `create(ListAuditLogsRequestSchema)` to create a new message.
+ */
+export const ListAuditLogsRequestSchema: GenMessage<ListAuditLogsRequest> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 16);
+
+/**
+ * ListAuditLogsResponse holds one page of records, newest first.
+ *
+ * @generated from message keyhold.dashboard.v1.ListAuditLogsResponse
+ */
+export type ListAuditLogsResponse = Message<"keyhold.dashboard.v1.ListAuditLogsResponse"> & {
+  /**
+   * The records.
+   *
+   * @generated from field: repeated keyhold.v2.AuditLog logs = 1;
+   */
+  logs: AuditLog[];
+
+  /**
+   * The cursor of the next page; absent on the last.
+   *
+   * @generated from field: optional string cursor = 2;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message keyhold.dashboard.v1.ListAuditLogsResponse.
+ * Use `create(ListAuditLogsResponseSchema)` to create a new message.
+ */
+export const ListAuditLogsResponseSchema: GenMessage<ListAuditLogsResponse> = /*@__PURE__*/
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 17);
+
+/**
  * Api describes a live API.
  *
  * @generated from message keyhold.dashboard.v1.Api
@@ -358,7 +633,7 @@ export type Api = Message<"keyhold.dashboard.v1.Api"> & {
  * Use `create(ApiSchema)` to create a new message.
  */
 export const ApiSchema: GenMessage<Api> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 12);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 18);
 
 /**
  * ListApisRequest names the workspace.
@@ -379,7 +654,7 @@ export type ListApisRequest = Message<"keyhold.dashboard.v1.ListApisRequest"> & 
  * Use `create(ListApisRequestSchema)` to create a new message.
  */
 export const ListApisRequestSchema: GenMessage<ListApisRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 13);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 19);
 
 /**
  * ListApisResponse holds the workspace's live APIs.
@@ -400,7 +675,7 @@ export type ListApisResponse = Message<"keyhold.dashboard.v1.ListApisResponse"> 
  * Use `create(ListApisResponseSchema)` to create a new message.
  */
 export const ListApisResponseSchema: GenMessage<ListApisResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 14);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 20);
 
 /**
  * GetUsageRequest says whose verifications to count, over which time.
@@ -456,7 +731,7 @@ export type GetUsageRequest = Message<"keyhold.dashboard.v1.GetUsageRequest"> & 
  * Use `create(GetUsageRequestSchema)` to create a new message.
  */
 export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 15);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 21);
 
 /**
  * UsagePoint counts one outcome in one bucket.
@@ -491,7 +766,7 @@ export type UsagePoint = Message<"keyhold.dashboard.v1.UsagePoint"> & {
  * Use `create(UsagePointSchema)` to create a new message.
  */
 export const UsagePointSchema: GenMessage<UsagePoint> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 16);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 22);
 
 /**
  * GetUsageResponse holds the buckets with verifications, by time then outcome.
@@ -512,7 +787,7 @@ export type GetUsageResponse = Message<"keyhold.dashboard.v1.GetUsageResponse"> 
  * Use `create(GetUsageResponseSchema)` to create a new message.
  */
 export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 17);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 23);
 
 /**
  * Namespace describes a live rate-limit namespace.
@@ -547,7 +822,7 @@ export type Namespace = Message<"keyhold.dashboard.v1.Namespace"> & {
  * Use `create(NamespaceSchema)` to create a new message.
  */
 export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 18);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 24);
 
 /**
  * ListNamespacesRequest names the workspace.
@@ -568,7 +843,7 @@ export type ListNamespacesRequest = Message<"keyhold.dashboard.v1.ListNamespaces
  * Use `create(ListNamespacesRequestSchema)` to create a new message.
  */
 export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 19);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 25);
 
 /**
  * ListNamespacesResponse holds the workspace's live namespaces.
@@ -589,7 +864,7 @@ export type ListNamespacesResponse = Message<"keyhold.dashboard.v1.ListNamespace
  * Use `create(ListNamespacesResponseSchema)` to create a new message.
  */
 export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 20);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 26);
 
 /**
  * CreateNamespaceRequest names the new namespace.
@@ -617,7 +892,7 @@ export type CreateNamespaceRequest = Message<"keyhold.dashboard.v1.CreateNamespa
  * Use `create(CreateNamespaceRequestSchema)` to create a new message.
  */
 export const CreateNamespaceRequestSchema: GenMessage<CreateNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 21);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 27);
 
 /**
  * CreateNamespaceResponse holds the new namespace.
@@ -638,7 +913,7 @@ export type CreateNamespaceResponse = Message<"keyhold.dashboard.v1.CreateNamesp
  * Use `create(CreateNamespaceResponseSchema)` to create a new message.
  */
 export const CreateNamespaceResponseSchema: GenMessage<CreateNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 22);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 28);
 
 /**
  * DeleteNamespaceRequest names the namespace.
@@ -666,7 +941,7 @@ export type DeleteNamespaceRequest = Message<"keyhold.dashboard.v1.DeleteNamespa
  * Use `create(DeleteNamespaceRequestSchema)` to create a new message.
  */
 export const DeleteNamespaceRequestSchema: GenMessage<DeleteNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 23);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 29);
 
 /**
  * DeleteNamespaceResponse is empty: the namespace is deleted.
@@ -681,7 +956,7 @@ export type DeleteNamespaceResponse = Message<"keyhold.dashboard.v1.DeleteNamesp
  * Use `create(DeleteNamespaceResponseSchema)` to create a new message.
  */
 export const DeleteNamespaceResponseSchema: GenMessage<DeleteNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 24);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 30);
 
 /**
  * SearchKeysRequest says which API's keys to search, and for what.
@@ -724,7 +999,7 @@ export type SearchKeysRequest = Message<"keyhold.dashboard.v1.SearchKeysRequest"
  * Use `create(SearchKeysRequestSchema)` to create a new message.
  */
 export const SearchKeysRequestSchema: GenMessage<SearchKeysRequest> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 25);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 31);
 
 /**
  * SearchKeysResponse holds the matching keys, in id (creation) order.
@@ -752,7 +1027,7 @@ export type SearchKeysResponse = Message<"keyhold.dashboard.v1.SearchKeysRespons
  * Use `create(SearchKeysResponseSchema)` to create a new message.
  */
 export const SearchKeysResponseSchema: GenMessage<SearchKeysResponse> = /*@__PURE__*/
-  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 26);
+  messageDesc(file_keyhold_dashboard_v1_dashboard_service, 32);
 
 /**
  * Granularity is the width of one usage bucket.
@@ -854,6 +1129,36 @@ export const DashboardService: GenService<{
     methodKind: "unary";
     input: typeof RevokeRootKeyRequestSchema;
     output: typeof RevokeRootKeyResponseSchema;
+  },
+  /**
+   * UpdateRootKey renames, enables, disables, re-scopes or (un)expires a root key.
+   *
+   * @generated from rpc keyhold.dashboard.v1.DashboardService.UpdateRootKey
+   */
+  updateRootKey: {
+    methodKind: "unary";
+    input: typeof UpdateRootKeyRequestSchema;
+    output: typeof UpdateRootKeyResponseSchema;
+  },
+  /**
+   * RotateRootKey issues a new secret; the old one works for the grace period.
+   *
+   * @generated from rpc keyhold.dashboard.v1.DashboardService.RotateRootKey
+   */
+  rotateRootKey: {
+    methodKind: "unary";
+    input: typeof RotateRootKeyRequestSchema;
+    output: typeof RotateRootKeyResponseSchema;
+  },
+  /**
+   * ListAuditLogs lists a workspace's audit records, newest first, with filters.
+   *
+   * @generated from rpc keyhold.dashboard.v1.DashboardService.ListAuditLogs
+   */
+  listAuditLogs: {
+    methodKind: "unary";
+    input: typeof ListAuditLogsRequestSchema;
+    output: typeof ListAuditLogsResponseSchema;
   },
   /**
    * ListApis lists a workspace's live APIs, in id (creation) order.
