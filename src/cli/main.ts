@@ -6,8 +6,9 @@
 import { parseArgs } from "node:util";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
 import { cliActor } from "../domain/audit/audit.js";
+import { listWorkspaceLogs } from "../domain/audit/list.js";
+import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, rotateRootKey, updateRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
 import { systemClock } from "../domain/clock.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
@@ -26,9 +27,16 @@ import type { Format } from "./import-records.js";
 import { readPassword } from "./password-input.js";
 
 const USAGE = `usage:
-  keyhold root-key create --workspace <name> --permissions <comma list> [--name <label>]
+  keyhold root-key create --workspace <name> --permissions <comma list> [--name <label>] [--expires <ISO time|ms>]
   keyhold root-key list --workspace <name>
+  keyhold root-key disable <keyId>
+  keyhold root-key enable <keyId>
+  keyhold root-key set-permissions <keyId> --permissions <comma list>
+  keyhold root-key set-expiry <keyId> --expires <ISO time|ms|never>
+  keyhold root-key rotate <keyId> [--grace-ms <ms>]
   keyhold root-key revoke <keyId>
+  keyhold audit list --workspace <name> [--limit 50] [--action <a,b>] [--actor <id>] [--resource <id>]
+                     [--since <ISO time|ms>] [--until <ISO time|ms>] [--cursor <c>]
   keyhold migration create --workspace <name> --algorithm <sha256|github.com/seamapi/prefixed-api-key>
   keyhold keys import FILE --api <apiId> --migration <migrationId> [--url <url>] [--format jsonl|csv]
                            [--batch-size 1000] [--concurrency 2] [--state PATH] [--restart] [--allow-http]
@@ -53,6 +61,11 @@ imported; 4: some failed; 1: it stopped; 2: bad usage.
 admin create makes a dashboard operator, linked to --workspace (created if
 missing). The password is prompted for (without echo) or, with --password-stdin,
 read from stdin; never from a flag. At least ${MIN_PASSWORD_LENGTH} characters.
+
+root-key rotate prints a new root key with the same name and permissions; the old
+one keeps working for --grace-ms (default 0: revoked at once). Every root-key
+change is in the audit log with the actor "cli"; audit list prints the
+workspace's records, newest first, as JSON.
 
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
@@ -84,12 +97,24 @@ async function run(argv: string[]): Promise<void> {
   if (cmd === "migration") return migration(sub, rest);
   if (cmd === "keys") return keys(sub, rest);
   if (cmd === "admin") return admin(sub, rest);
+  if (cmd === "audit") return audit(sub, rest);
   if (cmd !== "root-key") throw new UsageError(cmd === undefined ? "no command given" : `unknown command '${cmd}'`);
   const { values, positionals } = parseArgs({
     args: rest,
-    options: { workspace: { type: "string" }, permissions: { type: "string" }, name: { type: "string" } },
+    options: {
+      workspace: { type: "string" },
+      permissions: { type: "string" },
+      name: { type: "string" },
+      expires: { type: "string" },
+      "grace-ms": { type: "string" },
+    },
     allowPositionals: true,
   });
+  const permissionList = () =>
+    (values.permissions ?? "")
+      .split(",")
+      .map((p) => p.trim())
+      .filter(Boolean);
   if (sub === "create") {
     const workspace = values.workspace?.trim();
     if (!workspace) throw new UsageError("--workspace is required");
@@ -100,10 +125,12 @@ async function run(argv: string[]): Promise<void> {
       .filter(Boolean);
     if (permissions.length === 0) throw new UsageError("--permissions is required (a comma-separated list, e.g. apis.*.create_key)");
     // The domain's checks (domain/auth/root-keys.ts), before the workspace is made: bad usage creates nothing.
+    const expires = values.expires === undefined ? undefined : timeArg("--expires", values.expires);
     await usageErrors(async () => validateRootKeyInput({ name: values.name, permissions }));
+    if (expires !== undefined && expires <= Date.now()) throw new UsageError("--expires must be in the future");
     const result = await withRootKeys(async (deps) => {
       const ws = await ensureWorkspace(deps.pool, workspace, deps.clock.now());
-      return { workspaceId: ws.id, ...(await issueRootKey(deps, cliActor(ws.id), { workspaceId: ws.id, name: values.name, permissions })) };
+      return { workspaceId: ws.id, ...(await issueRootKey(deps, cliActor(ws.id), { workspaceId: ws.id, name: values.name, permissions, expires })) };
     });
     out(result);
     return;
@@ -118,27 +145,54 @@ async function run(argv: string[]): Promise<void> {
     out({ workspace, keys });
     return;
   }
-  if (sub === "revoke") {
+  const changes: Record<string, (deps: RootKeyDeps, keyId: string) => Promise<unknown>> = {
+    disable: (deps, keyId) => updateRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined, enabled: false }),
+    enable: (deps, keyId) => updateRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined, enabled: true }),
+    "set-permissions": (deps, keyId) => {
+      const permissions = permissionList();
+      if (permissions.length === 0) throw new UsageError("--permissions is required (a comma-separated list)");
+      return updateRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined, permissions });
+    },
+    "set-expiry": (deps, keyId) => {
+      if (values.expires === undefined) throw new UsageError("--expires is required (an ISO time, Unix ms, or never)");
+      const expires = values.expires === "never" ? 0 : timeArg("--expires", values.expires);
+      return updateRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined, expires });
+    },
+    rotate: (deps, keyId) => {
+      const grace = values["grace-ms"] === undefined ? 0 : Number(values["grace-ms"]);
+      if (!Number.isSafeInteger(grace) || grace < 0) throw new UsageError("--grace-ms must be a whole number of milliseconds");
+      return rotateRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined, gracePeriodMs: grace });
+    },
+    revoke: async (deps, keyId) => {
+      await revokeRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined });
+      return { revoked: keyId };
+    },
+  };
+  const change = sub === undefined ? undefined : changes[sub];
+  if (change !== undefined) {
     const keyId = positionals[0];
-    if (!keyId) throw new UsageError("give the keyId to revoke");
-    const revoked = await withRootKeys(async (deps) => {
-      try {
-        await revokeRootKey(deps, cliActor(undefined), { keyId, workspaceId: undefined });
-        return true;
-      } catch (err) {
-        if (err instanceof AppError && err.code === "err:svc:data:key_not_found") return false;
-        throw err;
-      }
-    });
-    if (!revoked) {
+    if (!keyId) throw new UsageError(`give the keyId to ${sub}`);
+    const result = await usageErrors(() =>
+      withRootKeys(async (deps) => {
+        try {
+          return await change(deps, keyId);
+        } catch (err) {
+          if (err instanceof AppError && err.code === "err:svc:data:key_not_found") return undefined;
+          throw err;
+        }
+      }),
+    );
+    if (result === undefined) {
       log(`no live root key ${keyId}`);
       process.exitCode = 1;
       return;
     }
-    out({ revoked: keyId });
+    out(result);
     return;
   }
-  throw new UsageError(sub === undefined ? "root-key needs create, list or revoke" : `unknown root-key command '${sub}'`);
+  throw new UsageError(
+    sub === undefined ? "root-key needs create, list, disable, enable, set-permissions, set-expiry, rotate or revoke" : `unknown root-key command '${sub}'`,
+  );
 }
 
 /**
@@ -154,6 +208,58 @@ function withRootKeys<T>(fn: (deps: RootKeyDeps) => Promise<T>): Promise<T> {
       invalidate: (kind, id) => insertInvalidation(db.pool, kind, id, Date.now()),
     }),
   );
+}
+
+/** A time given as an ISO 8601 string or Unix milliseconds. */
+function timeArg(flag: string, raw: string): number {
+  const t = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isSafeInteger(t) || t <= 0) throw new UsageError(`${flag} must be an ISO time (2027-01-31T12:00:00Z) or Unix milliseconds`);
+  return t;
+}
+
+/** `keyhold audit list`: a workspace's audit records, newest first, as JSON. */
+async function audit(sub: string | undefined, rest: string[]): Promise<void> {
+  if (sub !== "list") throw new UsageError(sub === undefined ? "audit needs list" : `unknown audit command '${sub}'`);
+  const { values } = usageArgs(() =>
+    parseArgs({
+      args: rest,
+      options: {
+        workspace: { type: "string" },
+        limit: { type: "string" },
+        action: { type: "string" },
+        actor: { type: "string" },
+        resource: { type: "string" },
+        since: { type: "string" },
+        until: { type: "string" },
+        cursor: { type: "string" },
+      },
+    }),
+  );
+  const workspace = values.workspace?.trim();
+  if (!workspace) throw new UsageError("--workspace is required");
+  const limit = values.limit === undefined ? 50 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError("--limit must be 1 to 100");
+  const input = {
+    limit,
+    actions: values.action === undefined ? [] : values.action.split(",").map((a) => a.trim()),
+    actorId: values.actor,
+    resourceId: values.resource,
+    start: values.since === undefined ? undefined : timeArg("--since", values.since),
+    end: values.until === undefined ? undefined : timeArg("--until", values.until),
+    cursor: values.cursor,
+  };
+  const page = await usageErrors(() =>
+    withDatabase(async (db) => {
+      const ws = await findWorkspaceByName(db.pool, workspace);
+      return ws === undefined ? undefined : listWorkspaceLogs({ pool: db.pool }, ws.id, input);
+    }),
+  );
+  if (page === undefined) {
+    log(`no workspace named '${workspace}'`);
+    process.exitCode = 1;
+    return;
+  }
+  out(page);
 }
 
 /** A refusal of the domain's checks, said as a usage error (exit 2). */

@@ -73,10 +73,22 @@ export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: A
     if (q.workspaceId !== undefined) params.push(q.workspaceId);
     params.push(q.resourceId);
   }
-  if (q.since !== undefined) where.push("a.time_m >= ?"), params.push(q.since);
-  if (q.until !== undefined) where.push("a.time_m <= ?"), params.push(q.until);
-  if (q.actorId !== undefined) where.push("a.actor_id = ?"), params.push(q.actorId);
-  if (q.actions.length > 0) where.push(`a.action IN (${placeholders(q.actions.length)})`), params.push(...q.actions);
+  if (q.since !== undefined) {
+    where.push("a.time_m >= ?");
+    params.push(q.since);
+  }
+  if (q.until !== undefined) {
+    where.push("a.time_m <= ?");
+    params.push(q.until);
+  }
+  if (q.actorId !== undefined) {
+    where.push("a.actor_id = ?");
+    params.push(q.actorId);
+  }
+  if (q.actions.length > 0) {
+    where.push(`a.action IN (${placeholders(q.actions.length)})`);
+    params.push(...q.actions);
+  }
   if (q.after !== undefined) {
     where.push("(a.time_m < ? OR (a.time_m = ? AND a.pk < ?))");
     params.push(q.after.time, q.after.time, q.after.pk);

@@ -107,10 +107,22 @@ export async function updateRootKeyRow(
 ): Promise<void> {
   const cols: string[] = ["updated_at_m = ?"];
   const params: (string | number | boolean | null)[] = [now];
-  if (set.name !== undefined) cols.push("name = ?"), params.push(set.name);
-  if (set.permissions !== undefined) cols.push("permissions = ?"), params.push(JSON.stringify(set.permissions));
-  if (set.enabled !== undefined) cols.push("enabled = ?"), params.push(set.enabled);
-  if (set.expiresAt !== undefined) cols.push("expires_at_m = ?"), params.push(set.expiresAt);
+  if (set.name !== undefined) {
+    cols.push("name = ?");
+    params.push(set.name);
+  }
+  if (set.permissions !== undefined) {
+    cols.push("permissions = ?");
+    params.push(JSON.stringify(set.permissions));
+  }
+  if (set.enabled !== undefined) {
+    cols.push("enabled = ?");
+    params.push(set.enabled);
+  }
+  if (set.expiresAt !== undefined) {
+    cols.push("expires_at_m = ?");
+    params.push(set.expiresAt);
+  }
   await exec(db, `UPDATE root_keys SET ${cols.join(", ")} WHERE id = ?`, [...params, keyId]);
 }
 

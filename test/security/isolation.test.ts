@@ -24,6 +24,8 @@ const MONTH = 2_592_000_000;
 interface A {
   wsId: string;
   admin: string;
+  /** The id of A's admin root key. */
+  rootKeyId: string;
   apiId: string;
   apiName: string;
   keys: Array<{ keyId: string; key: string }>;
@@ -45,6 +47,11 @@ interface Attempt {
   body: unknown;
   /** The request names something B may own too (a name, or a namespace reference that B could have created under that name). */
   inB?: true;
+  /**
+   * The answer lists B's own root keys, whose grants this test wrote naming A's
+   * ids (bNamed): those grants are B's own text, so they are left out of the check.
+   */
+  listsOwnGrants?: true;
 }
 
 describe("workspace isolation: B's root key against A's resources", () => {
@@ -108,9 +115,11 @@ describe("workspace isolation: B's root key against A's resources", () => {
       admin,
     );
     const [ns] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM ratelimit_namespaces WHERE workspace_id = ?", [wsId]);
+    const [rks] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM root_keys WHERE workspace_id = ?", [wsId]);
     a = {
       wsId,
       admin,
+      rootKeyId: rks[0]?.id as string,
       apiId,
       apiName: "a-api",
       keys: [plain, recoverable, granted],
@@ -232,6 +241,17 @@ describe("workspace isolation: B's root key against A's resources", () => {
       "permissions.getRole": [{ body: { role: a.roleId } }, { body: { role: a.roleName }, inB: true }],
       "permissions.listRoles": [{ body: {}, inB: true }],
       "permissions.deleteRole": [{ body: { role: a.roleId } }, { body: { role: a.roleName }, inB: true }],
+      "rootKeys.createRootKey": [{ body: { permissions: ["apis.*.read_api"] }, inB: true }],
+      "rootKeys.listRootKeys": [{ body: {}, inB: true, listsOwnGrants: true }],
+      "rootKeys.updateRootKey": [{ body: { keyId: a.rootKeyId, enabled: false } }, { body: { keyId: a.rootKeyId, permissions: ["*"] } }],
+      "rootKeys.rotateRootKey": [{ body: { keyId: a.rootKeyId, gracePeriodMs: 0 } }],
+      "rootKeys.deleteRootKey": [{ body: { keyId: a.rootKeyId } }],
+      // B's log: B's own records only, whatever it filters on.
+      "auditLogs.listLogs": [
+        { body: {}, inB: true },
+        { body: { resourceId: a.apiId }, inB: true },
+        { body: { actorId: a.rootKeyId }, inB: true },
+      ],
     };
     const found = table[op];
     if (found === undefined) throw new Error(`no isolation request builder for ${op}`);
@@ -283,7 +303,8 @@ describe("workspace isolation: B's root key against A's resources", () => {
           expect([403, 404], what).toContain(res.status);
         }
         const sentText = JSON.stringify(attempt.body);
-        for (const s of secrets) if (!sentText.includes(s)) expect(res.text.includes(s), `${what}: the answer holds A's ${s}`).toBe(false);
+        const answer = attempt.listsOwnGrants === true ? JSON.stringify(res.body, (k, v) => (k === "permissions" ? undefined : v)) : res.text;
+        for (const s of secrets) if (!sentText.includes(s)) expect(answer.includes(s), `${what}: the answer holds A's ${s}`).toBe(false);
       }
     }
     return sent;

@@ -87,6 +87,8 @@ describe("root-key permissions, generated from the permission table", () => {
     const { roleId } = await post("/v2/permissions.createRole", { name, permissions }, c.admin);
     return { name, id: roleId as string };
   };
+  const rootKeyOf = async (c: Ctx, grant: string): Promise<string> =>
+    (await post("/v2/rootKeys.createRootKey", { permissions: [grant] }, c.admin)).keyId as string;
   const identityOf = async (c: Ctx) => {
     const externalId = uid("user");
     const { identityId } = await post("/v2/identities.createIdentity", { externalId }, c.admin);
@@ -529,6 +531,34 @@ describe("root-key permissions, generated from the permission table", () => {
         return { body: { role: r.id }, vars: {} };
       },
     },
+    // A root key may give, and manage root keys holding, only grants its own cover:
+    // each target below holds just the grant the case's caller is given.
+    {
+      op: "rootKeys.createRootKey",
+      label: "base",
+      conditions: [],
+      build: async () => ({ body: { permissions: ["workspace.*.create_root_key"] }, vars: {} }),
+    },
+    { op: "rootKeys.listRootKeys", label: "base", conditions: [], build: async () => ({ body: {}, vars: {} }) },
+    {
+      op: "rootKeys.updateRootKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => ({ body: { keyId: await rootKeyOf(c, "workspace.*.update_root_key"), name: uid("renamed") }, vars: {} }),
+    },
+    {
+      op: "rootKeys.rotateRootKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => ({ body: { keyId: await rootKeyOf(c, "workspace.*.update_root_key"), gracePeriodMs: 1_000 }, vars: {} }),
+    },
+    {
+      op: "rootKeys.deleteRootKey",
+      label: "base",
+      conditions: [],
+      build: async (c) => ({ body: { keyId: await rootKeyOf(c, "workspace.*.delete_root_key") }, vars: {} }),
+    },
+    { op: "auditLogs.listLogs", label: "base", conditions: [], build: async () => ({ body: {}, vars: {} }) },
   ];
 
   it("the table has an entry for every RPC the services define, and none for anything else", () => {

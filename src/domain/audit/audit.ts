@@ -93,7 +93,12 @@ export const operatorSelf = (operatorId: string, origin: RequestOrigin | undefin
 const cut = (s: string | undefined, max: number): string | undefined => (s === undefined ? undefined : s.slice(0, max));
 
 /** Writes the records of a change on its connection (which must be inside the change's transaction). */
-export async function writeAudit(conn: PoolConnection, deps: Pick<Deps, "clock">, actor: Actor | Principal, events: AuditEvent | readonly AuditEvent[]): Promise<void> {
+export async function writeAudit(
+  conn: PoolConnection,
+  deps: Pick<Deps, "clock">,
+  actor: Actor | Principal,
+  events: AuditEvent | readonly AuditEvent[],
+): Promise<void> {
   const who = "type" in actor ? actor : actorOf(actor);
   const now = deps.clock.now();
   for (const e of Array.isArray(events) ? (events as readonly AuditEvent[]) : [events as AuditEvent]) {
