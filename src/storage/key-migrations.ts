@@ -4,7 +4,7 @@
 // batch costs a few round trips, not a few per key.
 import { newId } from "../core/ids.js";
 import type { RatelimitConfig } from "../core/records.js";
-import { exec, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
+import { exec, one, type Pool, type PoolConnection, placeholders, type Queryable, retryingDeadlocks, rows, transaction } from "./sql.js";
 
 /**
  * How the imported hashes of a migration were computed: `sha256`, keyhold's own hash (base64 SHA-256 of the whole
@@ -57,41 +57,57 @@ export async function hashesInUse(db: Queryable, hashes: readonly string[]): Pro
  * (each statement commits) so concurrent imports find each other's rows; names
  * go in sorted order and a deadlock is retried, as in relations.ts.
  */
+/** Told, inside the transaction that made them, which rows were created (for their audit records). */
+export type OnCreated = (conn: PoolConnection, created: ReadonlyArray<{ name: string; id: string }>) => Promise<void>;
+
 async function ensureNamed(
   db: Queryable,
   t: { select: string; insert: string; row: (name: string) => Array<string | number | null> },
   workspaceId: string,
   names: readonly string[],
+  onCreated?: { pool: Pool; created: OnCreated },
 ): Promise<Map<string, string>> {
   const unique = [...new Set(names)].sort();
   const ids = new Map<string, string>();
   const asked = new Set(unique);
-  const read = async (chunk: string[]) => {
-    const found = await rows(db, `${t.select} (${placeholders(chunk.length)})`, [workspaceId, ...chunk]);
+  const read = async (q: Queryable, chunk: string[], lock: boolean) => {
+    const found = await rows(q, `${t.select} (${placeholders(chunk.length)})${lock ? " LOCK IN SHARE MODE" : ""}`, [workspaceId, ...chunk]);
     // The collation ignores trailing spaces; only an exact match is the row asked for.
     for (const r of found) if (asked.has(String(r.name))) ids.set(String(r.name), String(r.id));
   };
-  await inChunks(unique, CHUNK, read);
+  await inChunks(unique, CHUNK, (chunk) => read(db, chunk, false));
   const missing = unique.filter((n) => !ids.has(n));
   if (missing.length === 0) return ids;
-  await inChunks(missing, CHUNK, async (chunk) => {
-    const values = chunk
-      .map(
-        (n) =>
-          `(${t
-            .row(n)
-            .map(() => "?")
-            .join(", ")})`,
-      )
-      .join(", ");
-    await retryingDeadlocks(() => exec(db, `${t.insert} VALUES ${values}`, chunk.flatMap(t.row)));
-    await read(chunk);
+  const create = async (q: Queryable, chunk: string[], lock: boolean): Promise<Array<{ name: string; id: string }>> => {
+    const made = chunk.map(t.row);
+    const values = made.map((r) => `(${r.map(() => "?").join(", ")})`).join(", ");
+    await retryingDeadlocks(() => exec(q, `${t.insert} VALUES ${values}`, made.flat()));
+    await read(q, chunk, lock);
+    // Ours where the row read back has the id this call generated; a concurrent caller's otherwise.
+    return chunk.flatMap((name, i) => (ids.get(name) === made[i]?.[0] ? [{ name, id: String(made[i]?.[0]) }] : []));
+  };
+  if (onCreated === undefined) {
+    await inChunks(missing, CHUNK, (chunk) => create(db, chunk, false));
+    return ids;
+  }
+  // Audited: the rows and their records in one transaction. The read back is a
+  // locking (current) read, which sees a concurrent caller's committed rows.
+  await transaction(onCreated.pool, async (conn) => {
+    const created: Array<{ name: string; id: string }> = [];
+    await inChunks(missing, CHUNK, async (chunk) => created.push(...(await create(conn, chunk, true))));
+    if (created.length > 0) await onCreated.created(conn, created);
   });
   return ids;
 }
 
 /** Live identities by externalId, created (meta `{}`, no limits) when missing. */
-export const ensureIdentities = (db: Queryable, workspaceId: string, externalIds: readonly string[], now: number) =>
+export const ensureIdentities = (
+  db: Queryable,
+  workspaceId: string,
+  externalIds: readonly string[],
+  now: number,
+  onCreated?: { pool: Pool; created: OnCreated },
+) =>
   ensureNamed(
     db,
     {
@@ -101,10 +117,17 @@ export const ensureIdentities = (db: Queryable, workspaceId: string, externalIds
     },
     workspaceId,
     externalIds,
+    onCreated,
   );
 
 /** Permissions by slug, created (name = slug) when missing, as createKey creates them. */
-export const ensurePermissionSlugs = (db: Queryable, workspaceId: string, slugs: readonly string[], now: number) =>
+export const ensurePermissionSlugs = (
+  db: Queryable,
+  workspaceId: string,
+  slugs: readonly string[],
+  now: number,
+  onCreated?: { pool: Pool; created: OnCreated },
+) =>
   ensureNamed(
     db,
     {
@@ -114,10 +137,11 @@ export const ensurePermissionSlugs = (db: Queryable, workspaceId: string, slugs:
     },
     workspaceId,
     slugs,
+    onCreated,
   );
 
 /** Roles by name, created (without permissions) when missing. */
-export const ensureRoleNames = (db: Queryable, workspaceId: string, names: readonly string[], now: number) =>
+export const ensureRoleNames = (db: Queryable, workspaceId: string, names: readonly string[], now: number, onCreated?: { pool: Pool; created: OnCreated }) =>
   ensureNamed(
     db,
     {
@@ -127,6 +151,7 @@ export const ensureRoleNames = (db: Queryable, workspaceId: string, names: reado
     },
     workspaceId,
     names,
+    onCreated,
   );
 
 /**

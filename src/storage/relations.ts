@@ -1,26 +1,18 @@
-// Identity links, permission slugs and role names attached to keys.
-import { newId } from "../core/ids.js";
-import { exec, isDuplicateKey, one, placeholders, type Queryable, retryingDeadlocks, rows } from "./sql.js";
+import { ensureIdentities, ensurePermissionSlugs, type OnCreated } from "./key-migrations.js";
+import { exec, one, type Pool, placeholders, type Queryable, rows } from "./sql.js";
 
-/** The live identity with this externalId, created (no meta, no limits) when missing. */
-export async function upsertIdentity(db: Queryable, workspaceId: string, externalId: string, now: number): Promise<string> {
-  const found = await findLiveIdentityIdByExternalId(db, workspaceId, externalId);
-  if (found) return found;
-  const id = newId("id", now);
-  try {
-    await exec(db, "INSERT INTO identities (id, workspace_id, external_id, meta, deleted, created_at_m) VALUES (?, ?, ?, '{}', 0, ?)", [
-      id,
-      workspaceId,
-      externalId,
-      now,
-    ]);
-    return id;
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-    const again = await findLiveIdentityIdByExternalId(db, workspaceId, externalId);
-    if (!again) throw err;
-    return again;
-  }
+/** The live identity with this externalId, created (meta `{}`) when missing. */
+export async function upsertIdentity(
+  db: Queryable,
+  workspaceId: string,
+  externalId: string,
+  now: number,
+  onCreated?: { pool: Pool; created: OnCreated },
+): Promise<string> {
+  const id = (await ensureIdentities(db, workspaceId, [externalId], now, onCreated)).get(externalId);
+  // Deleted by a concurrent deleteIdentity between being made and read back.
+  if (id === undefined) throw new RelationVanished();
+  return id;
 }
 
 export async function findLiveIdentityIdByExternalId(db: Queryable, workspaceId: string, externalId: string): Promise<string | undefined> {
@@ -29,30 +21,20 @@ export async function findLiveIdentityIdByExternalId(db: Queryable, workspaceId:
 }
 
 /**
- * Ids of these permission slugs, creating the missing ones (name = slug). Run it
- * outside a transaction (each statement commits), so concurrent callers find
- * each other's rows. Slugs go in sorted order and a deadlock is retried:
- * concurrent inserts of overlapping slugs in different orders deadlock otherwise.
+ * Ids of these permission slugs, creating the missing ones (name = slug). Without
+ * `onCreated` it runs outside a transaction (each statement commits), so
+ * concurrent callers find each other's rows; with it, the new rows and their
+ * audit records commit together (storage/key-migrations.ts, ensureNamed).
  */
-export async function ensurePermissions(db: Queryable, workspaceId: string, slugs: readonly string[], now: number): Promise<string[]> {
-  const unique = [...new Set(slugs)].sort();
-  if (unique.length === 0) return [];
-  const ph = placeholders(unique.length);
-  const existing = await rows(db, `SELECT id, slug FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);
-  const have = new Set(existing.map((r) => String(r.slug)));
-  const missing = unique.filter((s) => !have.has(s));
-  if (missing.length > 0) {
-    const values = missing.map(() => "(?, ?, ?, ?, ?, ?)").join(", ");
-    await retryingDeadlocks(() =>
-      exec(
-        db,
-        `INSERT IGNORE INTO permissions (id, workspace_id, name, slug, description, created_at_m) VALUES ${values}`,
-        missing.flatMap((slug) => [newId("perm", now), workspaceId, slug, slug, `Auto-created permission: ${slug}`, now]),
-      ),
-    );
-  }
-  const all = await rows(db, `SELECT id FROM permissions WHERE workspace_id = ? AND slug IN (${ph})`, [workspaceId, ...unique]);
-  return all.map((r) => String(r.id));
+export async function ensurePermissions(
+  db: Queryable,
+  workspaceId: string,
+  slugs: readonly string[],
+  now: number,
+  onCreated?: { pool: Pool; created: OnCreated },
+): Promise<string[]> {
+  if (slugs.length === 0) return [];
+  return [...(await ensurePermissionSlugs(db, workspaceId, slugs, now, onCreated)).values()];
 }
 
 /** Ids of these role names; the first missing name is returned separately. */

@@ -6,6 +6,7 @@
 // that could be a secret, never a key or a root key.
 import { newId } from "../../core/ids.js";
 import { type AuditResource, insertAudit } from "../../storage/audit.js";
+import type { OnCreated } from "../../storage/key-migrations.js";
 import { type PoolConnection, transaction } from "../../storage/sql.js";
 import type { Principal, RequestOrigin } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
@@ -141,4 +142,25 @@ export async function audited<T>(
 export function fieldList(fields: readonly string[]): string {
   if (fields.length <= 1) return fields[0] ?? "nothing";
   return `${fields.slice(0, -1).join(", ")} and ${fields[fields.length - 1]}`;
+}
+
+/**
+ * The hook that audits rows a request creates on first use (an externalId's
+ * identity, a permission slug, a role name): they commit with their record, in
+ * their own transaction, before the key that names them.
+ */
+export function auditCreatedOnUse(
+  deps: Pick<Deps, "pool" | "clock">,
+  actor: Actor | Principal,
+  kind: "identity" | "permission" | "role",
+): { pool: Deps["pool"]; created: OnCreated } {
+  return {
+    pool: deps.pool,
+    created: (conn, created) =>
+      writeAudit(conn, deps, actor, {
+        action: `${kind}.create`,
+        resources: created.map((c) => ({ type: kind, id: c.id })),
+        description: `Created ${created.length === 1 ? `the ${kind}` : `${created.length} ${kind === "identity" ? "identities" : `${kind}s`}`} on first use, named by a key operation.`,
+      }),
+  };
 }

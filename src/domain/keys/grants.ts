@@ -13,7 +13,8 @@
 // (403), then the named permissions or roles (404, or 403 for create_permission
 // once a slug turns out to be new); so a root key without the rbac grant cannot
 // probe which slugs or roles exist. Every change evicts the key before answering,
-// so the very next verification on this instance sees it (docs/caching.md).
+// so the very next verification on this instance sees it (docs/caching.md), and
+// writes its audit record in the transaction that holds the key's lock.
 
 import { AppError } from "../../core/errors.js";
 import type { KeyDetails } from "../../core/records.js";
@@ -36,7 +37,7 @@ import {
 import { findLiveKeyById } from "../../storage/keys.js";
 import { ensurePermissions, linkRoles } from "../../storage/relations.js";
 import type { Queryable } from "../../storage/sql.js";
-import { type AuditAction, type AuditEvent, audited } from "../audit/audit.js";
+import { type AuditAction, type AuditEvent, auditCreatedOnUse, audited } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { keyNotFound, roleNotFound } from "./keys.js";
@@ -108,7 +109,13 @@ async function withLockedKey<T extends { id: string }>(
   return done.after;
 }
 
-function grantEvent(action: AuditAction, key: KeyDetails, kind: "permission" | "role", before: readonly string[], after: readonly { id: string }[]): AuditEvent | undefined {
+function grantEvent(
+  action: AuditAction,
+  key: KeyDetails,
+  kind: "permission" | "role",
+  before: readonly string[],
+  after: readonly { id: string }[],
+): AuditEvent | undefined {
   const had = new Set(before);
   const has = new Set(after.map((x) => x.id));
   const added = [...has].filter((id) => !had.has(id));
@@ -119,11 +126,7 @@ function grantEvent(action: AuditAction, key: KeyDetails, kind: "permission" | "
   const text = parts.join(" and ");
   return {
     action,
-    resources: [
-      { type: "key", id: key.id },
-      { type: "api", id: key.apiId },
-      ...[...added, ...removed].map((id) => ({ type: kind, id })),
-    ],
+    resources: [{ type: "key", id: key.id }, { type: "api", id: key.apiId }, ...[...added, ...removed].map((id) => ({ type: kind, id }))],
     description: `${text.charAt(0).toUpperCase()}${text.slice(1)}.`,
   };
 }
@@ -140,7 +143,7 @@ async function attachPermissions(deps: Deps, p: Principal, key: KeyDetails, slug
       requireAny(p, [RBAC.createPermission]);
       // Created outside the transaction, each committed on its own (as createKey
       // does): a concurrent request creating the same slug then finds it.
-      await ensurePermissions(deps.pool, p.workspaceId, missing, now);
+      await ensurePermissions(deps.pool, p.workspaceId, missing, now, auditCreatedOnUse(deps, p, "permission"));
     }
     try {
       return await withLockedKey(deps, p, key, mode === "set" ? "key.set_permissions" : "key.add_permissions", "permission", async (conn) => {

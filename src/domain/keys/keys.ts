@@ -18,7 +18,7 @@ import {
 import { isDuplicateKey } from "../../storage/sql.js";
 import { VaultUnavailableError } from "../../storage/vault.js";
 import { apiNotFound, cachedLiveApi } from "../apis/apis.js";
-import { type AuditEvent, audited, fieldList } from "../audit/audit.js";
+import { type AuditEvent, auditCreatedOnUse, audited, fieldList } from "../audit/audit.js";
 import { apiPermission, holdsAny, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { ID_PATTERN, limits } from "../limits.js";
@@ -71,8 +71,9 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
   // Shared rows (the identity, auto-created permission slugs) are made first, each
   // committed on its own: concurrent requests creating the same one then find it,
   // instead of missing it in their transaction's snapshot.
-  const identityId = input.externalId === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId, now);
-  let permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  const identityId =
+    input.externalId === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId, now, auditCreatedOnUse(deps, p, "identity"));
+  let permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now, auditCreatedOnUse(deps, p, "permission"));
   let roleIds = roles.ids;
   const slugCount = new Set(input.permissions).size;
 
@@ -113,8 +114,9 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
     try {
       // One transaction for every key, the plain one too: its record must commit
       // with it. A plain key was one autocommitted INSERT; it is now BEGIN, the key
-      // INSERT, the record's two INSERTs and COMMIT (five statements; the steps
-      // below send nothing for empty lists). A deadlock is retried by transaction().
+      // INSERT, the record's two INSERTs and COMMIT, five statements (the steps
+      // below send nothing for empty lists; test/integration/audit-keys.test.ts
+      // holds it to exactly these). A deadlock is retried by transaction().
       await audited(
         deps,
         p,
@@ -134,7 +136,7 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
       if (err instanceof RelationVanished) {
         if (attempt >= 3)
           throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being created; try again.");
-        permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+        permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now, auditCreatedOnUse(deps, p, "permission"));
         const again = await findRoles(deps.pool, p.workspaceId, input.roles);
         if (again.missing !== undefined) throw roleNotFound(again.missing);
         roleIds = again.ids;

@@ -1,8 +1,9 @@
 // keys.migrateKeys: keys issued by another system, imported
 // by their hashes so that they keep working here. A batch is written in bulk:
 // shared rows (identities, permission slugs, roles) first, each statement
-// committing on its own as createKey does, then every key with its relations in
-// one transaction of multi-row INSERTs. A key goes in whole or not at all.
+// committing on its own as createKey does, then every key with its relations and
+// the batch's audit record in one transaction of multi-row INSERTs. A key goes in
+// whole or not at all.
 
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -23,7 +24,7 @@ import {
 } from "../../storage/key-migrations.js";
 import { RelationVanished } from "../../storage/relations.js";
 import { apiNotFound } from "../apis/apis.js";
-import { type AuditEvent, audited } from "../audit/audit.js";
+import { type AuditEvent, auditCreatedOnUse, audited } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -125,25 +126,28 @@ function withStoredHashes(planned: readonly PlannedKey[], algorithm: MigrationAl
 }
 
 /** The shared rows the keys name, found or created: name -> id for each kind. */
-async function ensureRelations(deps: Deps, workspaceId: string, keys: readonly PlannedKey[], now: number) {
+async function ensureRelations(deps: Deps, p: Principal, workspaceId: string, keys: readonly PlannedKey[], now: number) {
   const [identities, permissions, roles] = await Promise.all([
     ensureIdentities(
       deps.pool,
       workspaceId,
       keys.flatMap((k) => (k.input.externalId === undefined ? [] : [k.input.externalId])),
       now,
+      auditCreatedOnUse(deps, p, "identity"),
     ),
     ensurePermissionSlugs(
       deps.pool,
       workspaceId,
       keys.flatMap((k) => k.input.permissions),
       now,
+      auditCreatedOnUse(deps, p, "permission"),
     ),
     ensureRoleNames(
       deps.pool,
       workspaceId,
       keys.flatMap((k) => k.input.roles),
       now,
+      auditCreatedOnUse(deps, p, "role"),
     ),
   ]);
   return { identities, permissions, roles };
@@ -202,11 +206,17 @@ function migratedEvent(target: MigrationTarget, ids: ReadonlySet<string>): Audit
  * Writes the keys with their relations, each key whole or not at all; returns the
  * ids of those inserted (a hash taken meanwhile by another request leaves its key out).
  */
-async function insertBatch(deps: Deps, p: Principal, target: MigrationTarget, candidates: readonly PlannedKey[], keyIds: readonly string[]): Promise<Set<string>> {
+async function insertBatch(
+  deps: Deps,
+  p: Principal,
+  target: MigrationTarget,
+  candidates: readonly PlannedKey[],
+  keyIds: readonly string[],
+): Promise<Set<string>> {
   const ws = target.workspaceId;
   for (let attempt = 1; ; attempt++) {
     try {
-      const keys = toRows(candidates, keyIds, await ensureRelations(deps, ws, candidates, target.now));
+      const keys = toRows(candidates, keyIds, await ensureRelations(deps, p, ws, candidates, target.now));
       const permissionIds = [...new Set(keys.flatMap((k) => k.permissionIds))];
       const roleIds = [...new Set(keys.flatMap((k) => k.roleIds))];
       return await audited(

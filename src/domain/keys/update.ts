@@ -11,7 +11,7 @@ import { changeCredits, clearKeyPermissions, clearKeyRoles, copyKeyRelations, re
 import { findIdentityIdOfKey, findLiveKeyById, insertKeyRow, lockKeyRow } from "../../storage/keys.js";
 import { ensurePermissions, findRoles, linkPermissions, linkRoles, RelationVanished, upsertIdentity } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
-import { type AuditEvent, audited, fieldList, writeAudit } from "../audit/audit.js";
+import { type AuditEvent, auditCreatedOnUse, audited, fieldList, writeAudit } from "../audit/audit.js";
 import { apiPermission, type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { MAX_SAFE } from "../limits.js";
@@ -69,13 +69,20 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
     roleIds = roles.ids;
   }
   // Shared rows first, each committed on its own (see createKey).
-  const identityId = input.externalId?.value === undefined ? undefined : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now);
-  let permissionIds = input.permissions === undefined ? undefined : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+  const identityId =
+    input.externalId?.value === undefined
+      ? undefined
+      : await upsertIdentity(deps.pool, p.workspaceId, input.externalId.value, now, auditCreatedOnUse(deps, p, "identity"));
+  let permissionIds =
+    input.permissions === undefined
+      ? undefined
+      : await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now, auditCreatedOnUse(deps, p, "permission"));
   const slugCount = new Set(input.permissions).size;
 
   const fields = updatedFields(input);
   // The identity linked, and the one unlinked when it changes; the permissions and
-  // roles the key is given (a set: those it loses are not read, an update already costs enough).
+  // roles the key is given when a list is set (all of them: the lists are replaced
+  // whole, so naming those it loses would take one more read of the old lists).
   const updated = (permissions: readonly string[], roles: readonly string[]): AuditEvent => ({
     action: "key.update",
     resources: [
@@ -140,7 +147,8 @@ export async function updateKey(deps: Deps, p: Principal, input: UpdateKeyInput)
       if (!(err instanceof RelationVanished)) throw err;
       if (attempt >= 3)
         throw new AppError("err:svc:application:service_unavailable", "A permission or role was deleted while the key was being updated; try again.");
-      if (input.permissions !== undefined) permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now);
+      if (input.permissions !== undefined)
+        permissionIds = await ensurePermissions(deps.pool, p.workspaceId, input.permissions, now, auditCreatedOnUse(deps, p, "permission"));
       if (input.roles !== undefined) {
         const again = await findRoles(deps.pool, p.workspaceId, input.roles);
         if (again.missing !== undefined) throw roleNotFound(again.missing);
@@ -272,7 +280,8 @@ export async function rerollKey(deps: Deps, p: Principal, input: { keyId: string
         { type: "key", id: keyId },
         { type: "api", id: old.apiId },
       ],
-      description: "Rerolled the key: a new key with its settings, permissions, roles and rate limits; set expires of the old key to the end of the grace period.",
+      description:
+        "Rerolled the key: a new key with its settings, permissions, roles and rate limits; set expires of the old key to the end of the grace period.",
     });
   });
   await deps.invalidate("key", old.id);
