@@ -11,7 +11,9 @@ import { listWorkspaceLogs } from "../domain/audit/list.js";
 import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, rotateRootKey, updateRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
 import { systemClock } from "../domain/clock.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
+import { createOperator } from "../domain/operators/operators.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../domain/operators/password.js";
+import { ensureCliWorkspace } from "../domain/operators/workspaces.js";
 import { NoDatabaseServerError } from "../embedded-db/private-server.js";
 import { type Config, ConfigError, loadConfig } from "../server/config.js";
 import { openConfiguredDatabase } from "../server/database.js";
@@ -19,9 +21,9 @@ import { generateEncryptionKey, loadKeyring } from "../server/encryption-key.js"
 import { type Database, migrate } from "../storage/db.js";
 import { insertInvalidation } from "../storage/invalidations.js";
 import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migrations.js";
-import { insertOperator, linkWorkspace, OperatorExistsError } from "../storage/operators.js";
+import { OperatorExistsError } from "../storage/operators.js";
 import { rewrapDataKeys } from "../storage/vault.js";
-import { ensureWorkspace, findWorkspaceByName } from "../storage/workspaces.js";
+import { findWorkspaceByName } from "../storage/workspaces.js";
 import { failuresPathOf, ImportError, importKeys, MAX_BATCH } from "./import.js";
 import type { Format } from "./import-records.js";
 import { readPassword } from "./password-input.js";
@@ -129,7 +131,7 @@ async function run(argv: string[]): Promise<void> {
     await usageErrors(async () => validateRootKeyInput({ name: values.name, permissions }));
     if (expires !== undefined && expires <= Date.now()) throw new UsageError("--expires must be in the future");
     const result = await withRootKeys(async (deps) => {
-      const ws = await ensureWorkspace(deps.pool, workspace, deps.clock.now());
+      const ws = await ensureCliWorkspace(deps, workspace);
       return { workspaceId: ws.id, ...(await issueRootKey(deps, cliActor(ws.id), { workspaceId: ws.id, name: values.name, permissions, expires })) };
     });
     out(result);
@@ -390,12 +392,9 @@ async function admin(sub: string | undefined, rest: string[]): Promise<void> {
   if (password.length > MAX_PASSWORD_LENGTH) throw new UsageError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
   const passwordHash = await hashPassword(password);
   const created = await withDatabase(async (db) => {
-    const now = Date.now();
-    const operatorId = await insertOperator(db.pool, { email, passwordHash, now });
-    if (workspace === undefined) return { operatorId, email };
-    const ws = await ensureWorkspace(db.pool, workspace, now);
-    await linkWorkspace(db.pool, operatorId, ws.id, now);
-    return { operatorId, email, workspaceId: ws.id };
+    // The operator, its workspace (made when missing) and their audit records, in one transaction.
+    const made = await createOperator({ pool: db.pool, clock: systemClock }, { email, passwordHash, workspace });
+    return { operatorId: made.operatorId, email, ...(made.workspaceId === undefined ? {} : { workspaceId: made.workspaceId }) };
   }).catch((err) => {
     if (err instanceof OperatorExistsError) throw new UsageError(err.message);
     throw err;

@@ -2,6 +2,7 @@
 // implements it): a root key is never accepted, and the service is in neither
 // the JSON /v2 route table nor gRPC.
 import { DashboardService } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
+import type { RequestOrigin } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
 import { operatorActor, operatorOf } from "../domain/operators/principal.js";
 import { type DashboardOps, dashboardService } from "../services/dashboard.js";
@@ -18,8 +19,9 @@ export function dashboardConnectService(deps: Deps, config: Config): ConnectServ
   const sessionOfCall = callSession(deps, config);
   const adapted: ConnectService["ops"] = {};
   for (const method of DashboardService.methods) {
-    const op = ops[method.localName as keyof DashboardOps] as (req: unknown, operatorId: string) => Promise<unknown>;
-    adapted[method.localName] = (req, call) => op(req, operatorOf(call.principal));
+    const op = ops[method.localName as keyof DashboardOps] as (req: unknown, operatorId: string, origin: RequestOrigin | undefined) => Promise<unknown>;
+    // The origin the door attached goes on, for the audit records of the operator's changes.
+    adapted[method.localName] = (req, call) => op(req, operatorOf(call.principal), call.principal.origin);
   }
   return {
     service: DashboardService,

@@ -16,8 +16,9 @@ import { SignInAttempts } from "../domain/operators/attempts.js";
 import { isEmail, normalizeEmail } from "../domain/operators/email.js";
 import { dummyHash, MAX_PASSWORD_LENGTH, verifyPassword } from "../domain/operators/password.js";
 import { OPERATOR_GRANTS, operatorActor } from "../domain/operators/principal.js";
-import { csrfMatches, csrfTokenOf, endSession, resumeSession, type SessionSettings, startSession } from "../domain/operators/sessions.js";
+import { csrfMatches, csrfTokenOf, endSession, recordFailedSignIn, resumeSession, type SessionSettings, startSession } from "../domain/operators/sessions.js";
 import { findOperatorByEmail, operatorWorkspace, operatorWorkspaces, type SessionRow } from "../storage/operators.js";
+import { HttpOrigin } from "../transport/origin.js";
 import type { Config } from "./config.js";
 
 /**
@@ -205,9 +206,14 @@ export function dashboardRoutes(deps: Deps, config: Config) {
       const operator = await findOperatorByEmail(deps.pool, email);
       // An unknown email costs the same scrypt run as a wrong password: the answer tells nothing.
       const ok = await verifyPassword(password, operator?.passwordHash ?? (await dummyHash()));
-      if (operator === undefined || !ok) throw new AppError("err:svc:authentication:key_not_found", "The email or password is wrong.");
+      const origin = new HttpOrigin(req);
+      if (operator === undefined || !ok) {
+        // Both kinds of refusal write one record, so the answer still takes as long either way.
+        await recordFailedSignIn(deps, operator?.id, origin);
+        throw new AppError("err:svc:authentication:key_not_found", "The email or password is wrong.");
+      }
       attempts.forgive(email, req.ip, at);
-      const token = await startSession(deps.pool, operator.id, deps.clock.now(), settings);
+      const token = await startSession(deps, operator.id, settings, origin);
       reply.header("set-cookie", cookie(req, config, token, Math.floor(settings.maxMs / 1000)));
       return sessionBody(deps, token, operator);
     });
@@ -223,7 +229,8 @@ export function dashboardRoutes(deps: Deps, config: Config) {
       const token = sessionTokenOf(config, schemeOf(config, req.protocol), h.get("cookie"));
       if (token === undefined) throw new AppError("err:svc:authentication:missing", "Sign in to the dashboard first: no session cookie was sent.");
       checkUnsafe(schemeOf(config, req.protocol), h, token);
-      await endSession(deps.pool, token);
+      // An unknown or already ended session still gets its cookie cleared; only a session that ended here is recorded.
+      await endSession(deps, token, new HttpOrigin(req));
       reply.header("set-cookie", cookie(req, config, "", 0));
       return { signedOut: true };
     });

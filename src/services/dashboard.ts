@@ -5,6 +5,7 @@
 import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { listWorkspaceApis } from "../domain/apis/apis.js";
 import { listWorkspaceLogs } from "../domain/audit/list.js";
+import type { Principal, RequestOrigin } from "../domain/auth/principal.js";
 import { issueRootKey, listRootKeys, type RootKeyListing, revokeRootKey, rotateRootKey, updateRootKey } from "../domain/auth/root-keys.js";
 import type { Deps } from "../domain/deps.js";
 import { searchKeys } from "../domain/keys/keys.js";
@@ -29,6 +30,8 @@ export type DashboardOps = {
   [K in keyof Operations<typeof DashboardService>]: (
     req: Parameters<Operations<typeof DashboardService>[K]>[0],
     operatorId: string,
+    /** Where the call came from, for the audit records of the operator's changes. */
+    origin?: RequestOrigin | undefined,
   ) => ReturnType<Operations<typeof DashboardService>[K]>;
 };
 
@@ -43,6 +46,12 @@ const toDashboardRootKey = (k: RootKeyListing) => ({
   lastUsedAt: k.lastUsedAt === undefined ? undefined : BigInt(k.lastUsedAt),
 });
 
+/** The operator acting in a workspace, with the request's origin for the audit log. */
+const acting = (operatorId: string, workspaceId: string, origin: RequestOrigin | undefined): Principal => ({
+  ...operatorPrincipal(operatorId, workspaceId),
+  origin,
+});
+
 export function dashboardService(deps: Deps): DashboardOps {
   const member = (operatorId: string, workspaceId: string) => memberWorkspace(deps, operatorId, workspaceId);
   return {
@@ -50,13 +59,13 @@ export function dashboardService(deps: Deps): DashboardOps {
       return { workspaces: await listOperatorWorkspaces(deps, operatorId) };
     },
 
-    async createWorkspace(req, operatorId) {
-      return { workspace: await createOperatorWorkspace(deps, operatorId, req.name) };
+    async createWorkspace(req, operatorId, origin) {
+      return { workspace: await createOperatorWorkspace(deps, operatorId, req.name, origin) };
     },
 
-    async createRootKey(req, operatorId) {
+    async createRootKey(req, operatorId, origin) {
       const workspaceId = await member(operatorId, req.workspaceId);
-      return issueRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+      return issueRootKey(deps, acting(operatorId, workspaceId, origin), {
         workspaceId,
         name: req.name,
         permissions: req.permissions,
@@ -69,9 +78,9 @@ export function dashboardService(deps: Deps): DashboardOps {
       return { rootKeys: keys.map(toDashboardRootKey) };
     },
 
-    async updateRootKey(req, operatorId) {
+    async updateRootKey(req, operatorId, origin) {
       const workspaceId = await member(operatorId, req.workspaceId);
-      const key = await updateRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+      const key = await updateRootKey(deps, acting(operatorId, workspaceId, origin), {
         keyId: req.keyId,
         workspaceId,
         name: req.name,
@@ -82,9 +91,9 @@ export function dashboardService(deps: Deps): DashboardOps {
       return { rootKey: toDashboardRootKey(key) };
     },
 
-    async rotateRootKey(req, operatorId) {
+    async rotateRootKey(req, operatorId, origin) {
       const workspaceId = await member(operatorId, req.workspaceId);
-      const out = await rotateRootKey(deps, operatorPrincipal(operatorId, workspaceId), {
+      const out = await rotateRootKey(deps, acting(operatorId, workspaceId, origin), {
         keyId: req.keyId,
         workspaceId,
         gracePeriodMs: Number(req.gracePeriodMs),
@@ -109,9 +118,9 @@ export function dashboardService(deps: Deps): DashboardOps {
       return { logs: page.logs.map(toAuditLog), cursor: page.cursor };
     },
 
-    async revokeRootKey(req, operatorId) {
+    async revokeRootKey(req, operatorId, origin) {
       const workspaceId = await member(operatorId, req.workspaceId);
-      await revokeRootKey(deps, operatorPrincipal(operatorId, workspaceId), { keyId: req.keyId, workspaceId });
+      await revokeRootKey(deps, acting(operatorId, workspaceId, origin), { keyId: req.keyId, workspaceId });
       return {};
     },
 
@@ -144,20 +153,22 @@ export function dashboardService(deps: Deps): DashboardOps {
       return { namespaces: all.map((n) => ({ ...n, createdAt: BigInt(n.createdAt) })) };
     },
 
-    async createNamespace(req, operatorId) {
-      const ns = await createNamespace(deps, await member(operatorId, req.workspaceId), req.name);
+    async createNamespace(req, operatorId, origin) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      const ns = await createNamespace(deps, workspaceId, req.name, acting(operatorId, workspaceId, origin));
       return { namespace: { ...ns, createdAt: BigInt(ns.createdAt) } };
     },
 
-    async deleteNamespace(req, operatorId) {
-      await deleteNamespace(deps, await member(operatorId, req.workspaceId), req.namespaceId);
+    async deleteNamespace(req, operatorId, origin) {
+      const workspaceId = await member(operatorId, req.workspaceId);
+      await deleteNamespace(deps, workspaceId, req.namespaceId, acting(operatorId, workspaceId, origin));
       return {};
     },
 
-    async searchKeys(req, operatorId) {
+    async searchKeys(req, operatorId, origin) {
       const workspaceId = await member(operatorId, req.workspaceId);
       // As keys.listKeys would answer this operator in the workspace (their grants there are `*`).
-      const found = await searchKeys(deps, operatorPrincipal(operatorId, workspaceId), {
+      const found = await searchKeys(deps, acting(operatorId, workspaceId, origin), {
         apiId: req.apiId,
         query: req.query,
         limit: req.limit === 0 ? undefined : req.limit,

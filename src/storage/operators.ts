@@ -108,8 +108,10 @@ export async function touchSession(db: Queryable, id: string, now: number): Prom
   await exec(db, "UPDATE operator_sessions SET last_seen_at_m = ? WHERE id = ?", [now, id]);
 }
 
-export async function deleteSession(db: Queryable, id: string): Promise<void> {
-  await exec(db, "DELETE FROM operator_sessions WHERE id = ?", [id]);
+/** False when there was no such session. */
+export async function deleteSession(db: Queryable, id: string): Promise<boolean> {
+  const r = await exec(db, "DELETE FROM operator_sessions WHERE id = ?", [id]);
+  return r.affectedRows === 1;
 }
 
 /** Drops sessions past their end or idle too long (now and then; ended ones are refused regardless). */

@@ -1,4 +1,5 @@
 import { newId } from "../core/ids.js";
+import { WorkspaceNameTaken } from "./dashboard.js";
 import { exec, isDuplicateKey, one, type Queryable } from "./sql.js";
 
 export interface WorkspaceRow {
@@ -25,5 +26,15 @@ export async function ensureWorkspace(db: Queryable, name: string, now: number):
     const again = await findWorkspaceByName(db, name);
     if (!again) throw err;
     return again;
+  }
+}
+
+/** A new enabled workspace; throws WorkspaceNameTaken when the name is taken (never joins that one). */
+export async function insertWorkspace(db: Queryable, w: { id: string; name: string; now: number }): Promise<void> {
+  try {
+    await exec(db, "INSERT INTO workspaces (id, name, enabled, created_at_m) VALUES (?, ?, TRUE, ?)", [w.id, w.name, w.now]);
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new WorkspaceNameTaken();
+    throw err;
   }
 }

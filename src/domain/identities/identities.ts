@@ -175,7 +175,11 @@ export async function deleteIdentity(deps: Deps, p: Principal, input: { identity
     (conn) => softDeleteIdentity(conn, identity.id, deps.clock.now()),
     (done) =>
       done
-        ? { action: "identity.delete", resources: [{ type: "identity", id: identity.id }], description: "Deleted the identity; its keys lose it and its limits." }
+        ? {
+            action: "identity.delete",
+            resources: [{ type: "identity", id: identity.id }],
+            description: "Deleted the identity; its keys lose it and its limits.",
+          }
         : undefined,
   );
   if (!deleted) throw identityNotFound();

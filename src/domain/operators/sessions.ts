@@ -5,7 +5,10 @@
 // cookie (HttpOnly) cannot compute it.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { deleteEndedSessions, deleteSession, findSession, insertSession, type SessionRow, touchSession } from "../../storage/operators.js";
-import type { Queryable } from "../../storage/sql.js";
+import { type Queryable, transaction } from "../../storage/sql.js";
+import { type Actor, operatorSelf, writeAudit } from "../audit/audit.js";
+import type { RequestOrigin } from "../auth/principal.js";
+import type { Deps } from "../deps.js";
 
 export interface SessionSettings {
   /** A session unused this long ends. */
@@ -34,15 +37,50 @@ export function csrfMatches(token: string, header: string | undefined): boolean 
 const SWEEP_EVERY_MS = 60_000;
 let sweptAt = 0;
 
-export async function startSession(db: Queryable, operatorId: string, now: number, s: SessionSettings): Promise<string> {
-  const token = randomBytes(32).toString("base64url");
-  await insertSession(db, { id: sessionIdOf(token), operatorId, now, expiresAt: now + s.maxMs });
-  // Ended sessions that nobody came back with are deleted at sign-ins, at most once a minute.
-  if (now - sweptAt >= SWEEP_EVERY_MS) {
-    sweptAt = now;
-    await deleteEndedSessions(db, now, s.idleMs);
-  }
-  return token;
+/**
+ * Starts a session for an operator whose password was just checked, and records
+ * the sign-in in the same transaction. Returns the token (for the cookie only:
+ * neither it nor its hash is in the record).
+ */
+export async function startSession(
+  deps: Pick<Deps, "pool" | "clock">,
+  operatorId: string,
+  s: SessionSettings,
+  origin: RequestOrigin | undefined,
+): Promise<string> {
+  return transaction(deps.pool, async (conn) => {
+    const now = deps.clock.now();
+    const token = randomBytes(32).toString("base64url");
+    await insertSession(conn, { id: sessionIdOf(token), operatorId, now, expiresAt: now + s.maxMs });
+    // Ended sessions that nobody came back with are deleted at sign-ins, at most once a minute.
+    if (now - sweptAt >= SWEEP_EVERY_MS) {
+      sweptAt = now;
+      await deleteEndedSessions(conn, now, s.idleMs);
+    }
+    await writeAudit(conn, deps, operatorSelf(operatorId, origin), {
+      action: "operator.sign_in",
+      resources: [{ type: "operator", id: operatorId }],
+      description: "Signed in to the dashboard with email and password; a session started.",
+    });
+    return token;
+  });
+}
+
+/**
+ * Records a refused sign-in (wrong password, or an email no operator has). The
+ * email tried is not recorded: a mistyped one is often the password itself,
+ * typed into the wrong field. The sign-in limiter (attempts.ts) runs before,
+ * so a flood of wrong passwords cannot flood the log either.
+ */
+export async function recordFailedSignIn(deps: Pick<Deps, "pool" | "clock">, operatorId: string | undefined, origin: RequestOrigin | undefined): Promise<void> {
+  const actor: Actor = operatorId === undefined ? { workspaceId: undefined, type: "operator", id: "unknown", origin } : operatorSelf(operatorId, origin);
+  await transaction(deps.pool, (conn) =>
+    writeAudit(conn, deps, actor, {
+      action: "operator.sign_in_failed",
+      resources: operatorId === undefined ? [] : [{ type: "operator", id: operatorId }],
+      description: operatorId === undefined ? "A sign-in with an email no operator has was refused." : "A sign-in with a wrong password was refused.",
+    }),
+  );
 }
 
 /** The live session of this token, or undefined (an ended one is deleted on the way). */
@@ -58,4 +96,21 @@ export async function resumeSession(db: Queryable, token: string, now: number, s
   return session;
 }
 
-export const endSession = (db: Queryable, token: string): Promise<void> => deleteSession(db, sessionIdOf(token));
+/**
+ * Ends the session of this token and records the sign-out in the same
+ * transaction; false when there was no such session (nothing changed, no record).
+ */
+export async function endSession(deps: Pick<Deps, "pool" | "clock">, token: string, origin: RequestOrigin | undefined): Promise<boolean> {
+  if (!TOKEN.test(token)) return false;
+  return transaction(deps.pool, async (conn) => {
+    const session = await findSession(conn, sessionIdOf(token));
+    // Only the request whose delete took the row records it (two sign-outs may race).
+    if (session === undefined || !(await deleteSession(conn, session.id))) return false;
+    await writeAudit(conn, deps, operatorSelf(session.operatorId, origin), {
+      action: "operator.sign_out",
+      resources: [{ type: "operator", id: session.operatorId }],
+      description: "Signed out of the dashboard; the session ended.",
+    });
+    return true;
+  });
+}

@@ -8,6 +8,8 @@ import {
   NamespaceNameTaken,
   softDeleteNamespace,
 } from "../../storage/dashboard.js";
+import { type Actor, audited } from "../audit/audit.js";
+import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { Validator } from "../validate.js";
 import { NAMESPACE_RULE } from "./namespaces.js";
@@ -18,12 +20,32 @@ export async function listNamespaces(deps: Pick<Deps, "pool">, workspaceId: stri
   return listLiveNamespaces(deps.pool, workspaceId);
 }
 
-export async function createNamespace(deps: Pick<Deps, "pool" | "clock">, workspaceId: string, name: string): Promise<NamespaceListing> {
+/**
+ * Who made a namespace change from the dashboard when the caller does not say:
+ * an operator, not known here. services/dashboard.ts passes only the workspace
+ * id today; it should pass the operator's principal (with its origin), which
+ * then names them and their request.
+ */
+export async function createNamespace(
+  deps: Pick<Deps, "pool" | "clock">,
+  workspaceId: string,
+  name: string,
+  actor: Actor | Principal,
+): Promise<NamespaceListing> {
   const v = new Validator();
   v.required("name", name, NAMESPACE_RULE);
   v.done();
   try {
-    return await insertNamespace(deps.pool, workspaceId, name, deps.clock.now());
+    return await audited(
+      deps,
+      actor,
+      (conn) => insertNamespace(conn, workspaceId, name, deps.clock.now()),
+      (ns) => ({
+        action: "ratelimit_namespace.create",
+        resources: [{ type: "ratelimit_namespace", id: ns.id }],
+        description: "Created the namespace with name.",
+      }),
+    );
   } catch (err) {
     if (err instanceof NamespaceNameTaken) {
       throw new AppError("err:svc:application:precondition_failed", "A namespace of this name exists, or existed and was deleted; choose another name.");
@@ -33,12 +55,28 @@ export async function createNamespace(deps: Pick<Deps, "pool" | "clock">, worksp
 }
 
 /** Soft-deletes it; cached lookups of it end here at once, and on other instances on their next poll. */
-export async function deleteNamespace(deps: Pick<Deps, "pool" | "clock" | "invalidate">, workspaceId: string, namespaceId: string): Promise<void> {
+export async function deleteNamespace(
+  deps: Pick<Deps, "pool" | "clock" | "invalidate">,
+  workspaceId: string,
+  namespaceId: string,
+  actor: Actor | Principal,
+): Promise<void> {
   const v = new Validator();
   v.required("namespaceId", namespaceId, { max: 48 });
   v.done();
-  if (!(await softDeleteNamespace(deps.pool, workspaceId, namespaceId, deps.clock.now()))) {
-    throw new AppError("err:svc:data:ratelimit_namespace_not_found", "No live namespace with this id in the workspace.");
-  }
+  const deleted = await audited(
+    deps,
+    actor,
+    (conn) => softDeleteNamespace(conn, workspaceId, namespaceId, deps.clock.now()),
+    (done) =>
+      done
+        ? {
+            action: "ratelimit_namespace.delete",
+            resources: [{ type: "ratelimit_namespace", id: namespaceId }],
+            description: "Deleted the namespace; limit requests naming it now answer 410.",
+          }
+        : undefined,
+  );
+  if (!deleted) throw new AppError("err:svc:data:ratelimit_namespace_not_found", "No live namespace with this id in the workspace.");
   await deps.invalidate("namespace", namespaceId);
 }

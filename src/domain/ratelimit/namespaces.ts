@@ -12,6 +12,7 @@ import { MISS } from "../../cache/verification-cache.js";
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
+import { audited } from "../audit/audit.js";
 import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 
@@ -74,8 +75,22 @@ export async function namespacesForLimit(deps: Deps, p: Principal, refs: readonl
     }
   });
   for (const ns of out.values()) if (ns.deletedAt !== undefined) throw namespaceGone();
+  // Only a first use gets here: a namespace that exists never opens a transaction.
   for (const m of missing) {
-    const ns = await insertNamespace(deps.pool, { id: m.id, workspaceId: p.workspaceId, name: m.ref, now });
+    const ns = await audited(
+      deps,
+      p,
+      (conn) => insertNamespace(conn, { id: m.id, workspaceId: p.workspaceId, name: m.ref, now }),
+      // Recorded only when this request made it, not when a concurrent one did first.
+      (made) =>
+        made.id === m.id
+          ? {
+              action: "ratelimit_namespace.create",
+              resources: [{ type: "ratelimit_namespace", id: m.id }],
+              description: "Created the namespace (name) on its first use by a limit request.",
+            }
+          : undefined,
+    );
     // A concurrent request may have created (another) namespace of this name first.
     if (ns.id !== m.id) requireAny(p, namespacePermission(ns.id, "limit"));
     if (ns.deletedAt !== undefined) throw namespaceGone();

@@ -143,7 +143,9 @@ export async function deleteRole(deps: Deps, p: Principal, input: { role: string
     p,
     (conn) => deleteRoleRow(conn, p.workspaceId, found.id),
     (done) =>
-      done ? { action: "role.delete", resources: [{ type: "role", id: found.id }], description: "Deleted the role; it left every key that had it." } : undefined,
+      done
+        ? { action: "role.delete", resources: [{ type: "role", id: found.id }], description: "Deleted the role; it left every key that had it." }
+        : undefined,
   );
   if (!deleted) throw roleNotFound();
   // Keys with the role must lose its permissions on the very next verification
