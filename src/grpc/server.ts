@@ -22,8 +22,8 @@ import type { ServiceEntry } from "../services/types.js";
 import { singleMetadataAuthorization } from "../transport/credentials.js";
 import { decodeBinary } from "../transport/decode.js";
 import { type Caller, invokeRpc, rpcError } from "../transport/invoke.js";
-import { grpcOrigin } from "../transport/origin.js";
 import { metricsOf } from "../transport/metrics.js";
+import { grpcOrigin } from "../transport/origin.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
 

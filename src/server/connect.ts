@@ -33,8 +33,8 @@ import { ACCEPTED_ENCODINGS_HEADER, bodyTooLarge, inflate, readBody, requestEnco
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
-import { HttpOrigin } from "../transport/origin.js";
 import { metricsOf } from "../transport/metrics.js";
+import { HttpOrigin } from "../transport/origin.js";
 import { type Door, recordRequest } from "../transport/request-log.js";
 import type { Config } from "./config.js";
 

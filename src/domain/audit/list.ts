@@ -43,9 +43,9 @@ export async function listWorkspaceLogs(
   input: ListLogsInput,
 ): Promise<{ logs: AuditRow[]; cursor: string | undefined }> {
   const errors: { location: string; message: string }[] = [];
-  const unknown = (input.actions ?? []).filter((a) => !KNOWN.has(a));
-  if (unknown.length > 0)
-    errors.push({ location: "body.actions", message: `Unknown action ${unknown.map((a) => `'${a}'`).join(", ")}; known: ${AUDIT_ACTIONS.join(", ")}.` });
+  (input.actions ?? []).forEach((a, i) => {
+    if (!KNOWN.has(a)) errors.push({ location: `body.actions[${i}]`, message: `Unknown action '${a}'; known: ${AUDIT_ACTIONS.join(", ")}.` });
+  });
   if (input.start !== undefined && input.end !== undefined && input.start > input.end) {
     errors.push({ location: "body.start", message: "start must not be after end." });
   }

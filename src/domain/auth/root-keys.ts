@@ -82,6 +82,25 @@ function requireCoverage(actor: RootKeyActor, permissions: readonly string[], wh
   );
 }
 
+/** 90000 -> "1 min 30 s", for people reading the log. */
+function duration(ms: number): string {
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["min", 60_000],
+    ["s", 1_000],
+    ["ms", 1],
+  ] as const) {
+    if (rest >= size) {
+      parts.push(`${Math.floor(rest / size)} ${unit}`);
+      rest %= size;
+    }
+  }
+  return parts.join(" ");
+}
+
 const notFound = (): AppError => new AppError("err:svc:data:key_not_found", "No live root key with this id in the workspace.");
 
 const resource = (id: string) => ({ type: "root_key", id });
@@ -203,6 +222,10 @@ export async function updateRootKey(
     ...(input.enabled !== undefined ? ["enabled"] : []),
     ...(input.expires !== undefined ? ["expires"] : []),
   ];
+  // Its expiry is a bound set on a root key by someone else: the key cannot lift it itself.
+  if (input.expires !== undefined && rootKeyPrincipal(actor)?.rootKeyId === input.keyId) {
+    throw new AppError("err:svc:authorization:insufficient_permissions", "A root key cannot change its own expiry.");
+  }
   return changeRootKey(deps, actor, input.keyId, input.workspaceId, async (conn, key) => {
     const expiresAt = input.expires === undefined ? undefined : input.expires === 0 ? null : input.expires;
     const name = input.name === undefined ? undefined : input.name === "" ? null : input.name;
@@ -261,7 +284,7 @@ export async function rotateRootKey(
         description:
           input.gracePeriodMs === 0
             ? "Rotated the root key; the old secret was revoked at once."
-            : `Rotated the root key; the old secret works for ${input.gracePeriodMs} ms more.`,
+            : `Rotated the root key; the old secret works for ${duration(input.gracePeriodMs)} more.`,
       },
     };
   });
