@@ -4,6 +4,7 @@ import { render } from "preact";
 import { useState } from "preact/hooks";
 import { currentWorkspace, loadSession, messageOf, onSignedOut, type Session, setWorkspace, signOut } from "./api.js";
 import { ApiPage, ApisPage } from "./pages/apis.js";
+import { AuditPage } from "./pages/audit.js";
 import { IdentitiesPage } from "./pages/identities.js";
 import { KeyPage } from "./pages/key.js";
 import { RatelimitsPage } from "./pages/ratelimits.js";
@@ -41,6 +42,7 @@ function Page({ path, onWorkspaces }: { path: string; session: Session; onWorksp
   if (parts[0] === "workspaces" || ws === "") return <WorkspacesPage onChange={onWorkspaces} />;
   if (parts[0] === "root-keys") return <RootKeysPage workspaceId={ws} />;
   if (parts[0] === "identities") return <IdentitiesPage workspaceId={ws} />;
+  if (parts[0] === "audit") return <AuditPage workspaceId={ws} />;
   if (parts[0] === "ratelimits") return <RatelimitsPage workspaceId={ws} namespace={parts[1]} />;
   if (parts[0] === "apis" && parts[1] !== undefined && parts[2] === "keys" && parts[3] !== undefined)
     return <KeyPage workspaceId={ws} apiId={parts[1]} keyId={parts[3]} />;
@@ -70,6 +72,7 @@ function Shell({ session, onSignedOut, onWorkspaces }: { session: Session; onSig
           <Link to="/root-keys">Root keys</Link>
           <Link to="/identities">Identities</Link>
           <Link to="/ratelimits">Rate limits</Link>
+          <Link to="/audit">Audit log</Link>
           <Link to="/workspaces">Workspaces</Link>
         </nav>
         <label class="switcher">

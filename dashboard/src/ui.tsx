@@ -171,6 +171,14 @@ export const Field = (props: { label: string; children: ComponentChildren; hint?
 export const when = (ms: bigint | number | undefined): string =>
   ms === undefined || Number(ms) === 0 ? "—" : new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 19);
 
+/** A `datetime-local` input's value (the browser's local time, to the minute) as Unix ms; undefined when empty. */
+export function fromLocalInput(value: string): number | undefined {
+  if (value === "") return undefined;
+  const ms = new Date(value).getTime();
+  if (Number.isNaN(ms)) throw new Error(`Not a date and time: ${value}`);
+  return ms;
+}
+
 export type FormEvent = JSX.TargetedEvent<HTMLFormElement, Event>;
 
 /** A list's table: one header per column (plus an unnamed Actions column when `actions` is given), one row per item. */

@@ -5,7 +5,10 @@
 // browser finds the key, disables it, a verification then says DISABLED, and the
 // usage chart's totals move once the counts are written behind; the root key's
 // last use shows once written behind too; identities get rate limits; namespaces
-// are listed, opened, created and deleted. Every page is
+// are listed, opened, created and deleted; a root key made with an expiry is
+// disabled, enabled, rotated with a grace period and given new grants, each change
+// seen in the database and by the JSON API; the audit log shows those changes with
+// the operator as actor, filtered and paged. Every page is
 // saved as test-results/dashboard-*.png. Nothing is fetched from another host and
 // nothing is logged as an error. Without Chromium it is skipped, except in CI.
 import { execFileSync, spawn } from "node:child_process";
@@ -13,6 +16,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser, ConsoleMessage, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AUDIT_ACTIONS } from "../../src/domain/audit/audit.js";
 import { buildServer } from "../../src/server/bootstrap.js";
 import { services } from "../../src/server/registry.js";
 import { uid } from "../contract/shared/helpers.js";
@@ -28,6 +32,18 @@ const PASSWORD = "a long enough dashboard passphrase";
  * "Disable key" once took longer than that to show "Disabled".
  */
 const UI = { timeout: 10_000 };
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** The dashboard's way of showing a time (UTC, to the second). */
+const shownTime = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+
+/** A `datetime-local` value for `ms` in this process's time zone, to the minute. */
+function localInput(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
 
 /** Runs `keyhold admin create` with the password piped in. */
 function createOperator(databaseUrl: string, email: string, workspace: string): Promise<{ code: number | null; stderr: string }> {
@@ -78,6 +94,36 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     expect(res.status, JSON.stringify(json)).toBe(200);
     return json.data;
   }
+
+  /**
+   * Lists identities with `secret` on the JSON API: 200 while the root key works,
+   * else the status and the last segment of the error's type (`key_disabled`).
+   */
+  async function asRootKey(secret: string): Promise<{ status: number; error?: string }> {
+    const res = await fetch(`${server.url}/v2/identities.listIdentities`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({}),
+    });
+    const json = (await res.json()) as { error?: { type?: string } };
+    return json.error === undefined ? { status: res.status } : { status: res.status, error: json.error.type?.split("/").pop() ?? "" };
+  }
+
+  /** A root key's row as the server process stored it. */
+  async function storedRootKey(id: string) {
+    const [rows] = await h.db.pool.query("SELECT name, enabled, expires_at_m, permissions, deleted_at_m FROM root_keys WHERE id = ?", [id]);
+    const r = (rows as Array<Record<string, unknown>>)[0];
+    if (r === undefined) return undefined;
+    return {
+      name: r.name,
+      enabled: Boolean(r.enabled),
+      expires: r.expires_at_m === null ? undefined : Number(r.expires_at_m),
+      permissions: JSON.parse(String(r.permissions)) as string[],
+      deleted: r.deleted_at_m !== null,
+    };
+  }
+
+  const nav = (name: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name }).click();
 
   const shot = async (name: string) => {
     mkdirSync(RESULTS, { recursive: true });
@@ -193,7 +239,9 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await row.waitFor();
     const granted = (await row.locator("td.perms").textContent())?.split(", ").sort();
     expect(granted).toEqual(["apis.*", "ratelimit.*.create_namespace", "ratelimit.*.limit"]);
-    expect(await row.locator("td").nth(4).textContent()).toBe("Never");
+    expect(await row.getByTestId("root-key-last-used").textContent()).toBe("Never");
+    expect(await row.getByTestId("root-key-status").textContent()).toBe("Enabled");
+    expect(await row.getByTestId("root-key-expires").textContent()).toBe("Never");
     await shot("root-keys");
     await page.getByRole("button", { name: "Done" }).click();
     expect(await page.getByTestId("root-key").count()).toBe(0);
@@ -212,7 +260,7 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Root keys" }).click();
     const lastUsed = async () => {
       await page.reload();
-      return page.getByRole("row", { name: /e2e/ }).locator("td").nth(4).textContent();
+      return page.getByRole("row", { name: /e2e/ }).getByTestId("root-key-last-used").textContent();
     };
     // Written behind about every second by the server.
     await expect.poll(lastUsed, { timeout: 15_000, interval: 1_000 }).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
@@ -380,6 +428,184 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
       body: JSON.stringify({ namespace: created, identifier: "user_1", limit: 1, duration: 1_000 }),
     });
     expect(gone.status).toBe(410);
+  });
+
+  let expiringId = "";
+  let rotatedId = "";
+
+  it("creates a root key with an expiry, disables, enables and rotates it, and edits its grants", async () => {
+    await nav("Root keys");
+    await page.getByRole("heading", { name: "Root keys", level: 1 }).waitFor();
+    await page.getByRole("row", { name: /e2e/ }).waitFor();
+    await page.getByLabel("Name (optional)").fill("expiring");
+    await page
+      .locator(".picker")
+      .getByRole("group", { name: "Identities" })
+      .getByRole("checkbox", { name: /^identity\.\*\.read_identity / })
+      .check();
+    const typed = localInput(Date.now() + 30 * DAY);
+    await page.getByLabel("Expires (optional)").fill(typed);
+    // The input is in the browser's time zone: ask the browser what instant it means.
+    const expires = Number(await page.evaluate(`new Date(${JSON.stringify(typed)}).getTime()`));
+    await page.getByRole("button", { name: "Create root key (1 grant)" }).click();
+    const shown = page.getByTestId("root-key");
+    await shown.waitFor();
+    const first = (await shown.textContent())?.trim() ?? "";
+    await page.getByRole("button", { name: "Done" }).click();
+    const row = page.getByRole("row", { name: /expiring/ });
+    await row.waitFor();
+    expiringId = (await row.getByTestId("root-key-id").textContent()) ?? "";
+    expect(expiringId).toMatch(/^key_/);
+    const byId = (id: string) => page.locator("tbody tr").filter({ hasText: id });
+    expect(await row.getByTestId("root-key-status").textContent()).toBe("Enabled");
+    expect(await row.getByTestId("root-key-expires").textContent()).toBe(shownTime(expires));
+    expect(await storedRootKey(expiringId)).toMatchObject({ name: "expiring", enabled: true, expires, permissions: ["identity.*.read_identity"] });
+    expect(await asRootKey(first)).toEqual({ status: 200 });
+
+    // Disabled: refused on the JSON API at once (the server drops its cached record).
+    await row.getByRole("button", { name: "Disable" }).click();
+    await expect.poll(() => row.getByTestId("root-key-status").textContent(), UI).toBe("Disabled");
+    expect(await storedRootKey(expiringId)).toMatchObject({ enabled: false });
+    expect(await asRootKey(first)).toEqual({ status: 403, error: "key_disabled" });
+
+    await row.getByRole("button", { name: "Enable" }).click();
+    await expect.poll(() => row.getByTestId("root-key-status").textContent(), UI).toBe("Enabled");
+    expect(await storedRootKey(expiringId)).toMatchObject({ enabled: true });
+    expect(await asRootKey(first)).toEqual({ status: 200 });
+
+    // Rotated with an hour's grace: a new secret, shown once; the old one works for the hour.
+    await row.getByRole("button", { name: "Rotate" }).click();
+    await row.getByLabel("Grace period").selectOption({ label: "1 hour" });
+    const before = Date.now();
+    await row.getByRole("button", { name: "Rotate now" }).click();
+    await page.getByRole("heading", { name: "The new secret of expiring" }).waitFor();
+    const after = Date.now();
+    const second = (await page.getByTestId("root-key").textContent())?.trim() ?? "";
+    expect(second.length).toBeGreaterThan(20);
+    expect(second).not.toBe(first);
+    expect(await page.getByTestId("root-key-note").textContent()).toMatch(
+      /^The old secret \(.+…\) keeps working until \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC\.$/,
+    );
+    await expect.poll(() => page.getByRole("row", { name: /expiring/ }).count(), UI).toBe(2);
+    const ids = await page
+      .getByRole("row", { name: /expiring/ })
+      .getByTestId("root-key-id")
+      .allTextContents();
+    rotatedId = ids.find((id) => id !== expiringId) ?? "";
+    expect(rotatedId).toMatch(/^key_/);
+    await shot("root-keys-rotated");
+
+    const old = await storedRootKey(expiringId);
+    expect(old?.deleted).toBe(false);
+    expect(old?.expires).toBeGreaterThanOrEqual(before + HOUR);
+    expect(old?.expires).toBeLessThanOrEqual(after + HOUR);
+    // The new key keeps the old one's name, grants, state and expiry.
+    expect(await storedRootKey(rotatedId)).toMatchObject({ name: "expiring", enabled: true, expires, permissions: ["identity.*.read_identity"] });
+    expect(await byId(expiringId).getByTestId("root-key-expires").textContent()).toBe(shownTime(old?.expires ?? 0));
+    expect(await byId(rotatedId).getByTestId("root-key-expires").textContent()).toBe(shownTime(expires));
+    expect(await asRootKey(second)).toEqual({ status: 200 });
+    expect(await asRootKey(first)).toEqual({ status: 200 });
+
+    // Shown once: gone after Done, and not on the page when it is loaded again.
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.getByTestId("root-key").count()).toBe(0);
+    expect(await page.content()).not.toContain(second);
+    await page.reload();
+    await byId(rotatedId).waitFor();
+    expect(await page.content()).not.toContain(second);
+
+    // New grants for the new key, typed one per line; they replace the old ones.
+    const rotated = byId(rotatedId);
+    await rotated.getByRole("button", { name: "Edit permissions" }).click();
+    await rotated.getByLabel("Permissions of expiring").fill("identity.*.read_identity\napis.*.read_api");
+    await rotated.getByRole("button", { name: "Save permissions" }).click();
+    await expect.poll(() => rotated.locator("td.perms").textContent(), UI).toBe("identity.*.read_identity, apis.*.read_api");
+    expect((await storedRootKey(rotatedId))?.permissions).toEqual(["identity.*.read_identity", "apis.*.read_api"]);
+  });
+
+  it("shows those changes in the audit log with the operator as actor, filtered and paged", { timeout: 60_000 }, async () => {
+    const operatorId = String(await page.evaluate(`fetch("/dashboard/api/session").then((r) => r.json()).then((s) => s.operator.id)`));
+    const workspaceId = await page.locator(".switcher select").inputValue();
+    await nav("Audit log");
+    await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();
+    await page.getByRole("table").waitFor();
+    // The page keeps its own copy of the actions: it must match the server's.
+    // A select's name is its label's text and its chosen option's: "Action All actions".
+    const action = page.getByRole("combobox", { name: /^Action\b/ });
+    expect(await action.locator("option").allTextContents()).toEqual(["All actions", ...AUDIT_ACTIONS]);
+
+    const rows = page.locator(".audit tbody tr");
+    const column = (n: number) => rows.locator(`td:nth-child(${n})`).allTextContents();
+    const apply = () => page.getByRole("button", { name: "Apply filters" }).click();
+    // Newest first.
+    const times = await column(1);
+    expect(times.length).toBeGreaterThan(5);
+    expect([...times].sort().reverse()).toEqual(times);
+
+    // The root key's own records, newest first, each by the operator.
+    await page.getByLabel("Resource id").fill(expiringId);
+    await apply();
+    await expect.poll(() => column(3), UI).toEqual(["root_key.rotate", "root_key.update", "root_key.update", "root_key.create"]);
+    expect(await column(2)).toEqual(Array(4).fill(`operator${operatorId}`));
+    const descriptions = await column(5);
+    expect(descriptions[1]).toContain("(enabled)");
+    expect(descriptions[2]).toContain("(disabled)");
+    expect(await rows.first().locator("td:nth-child(4)").textContent()).toContain(rotatedId);
+    await shot("audit-filtered");
+
+    // Where a change came from: the key disabled on its page (through KeysService with the session).
+    await page.getByLabel("Resource id").fill(keyId);
+    await action.selectOption("key.update");
+    await apply();
+    await expect.poll(() => column(3), UI).toEqual(["key.update"]);
+    expect(await column(2)).toEqual([`operator${operatorId}`]);
+    expect(await column(6)).toEqual([expect.stringMatching(/^req_/)]);
+    expect(await column(7)).toEqual(["127.0.0.1"]);
+
+    // By action too: only the rotation.
+    await page.getByLabel("Resource id").fill(expiringId);
+    await action.selectOption("root_key.rotate");
+    await apply();
+    await expect.poll(() => column(3), UI).toEqual(["root_key.rotate"]);
+    // By action alone: the new key's grants are an update of another resource.
+    await page.getByLabel("Resource id").fill("");
+    await action.selectOption("root_key.update");
+    await apply();
+    await expect.poll(() => rows.count(), UI).toBe(3);
+    expect(await rows.first().textContent()).toContain(rotatedId);
+    expect(await rows.first().locator("td:nth-child(5)").textContent()).toContain("permissions");
+    // By actor: the operator's; none by a made-up actor.
+    await page.getByLabel("Actor id").fill(operatorId);
+    await apply();
+    await expect.poll(() => rows.count(), UI).toBe(3);
+    await page.getByLabel("Resource id").fill("key_no_such_thing");
+    await apply();
+    await page.getByText("No audit records match these filters.").waitFor();
+    expect(await rows.count()).toBe(0);
+
+    // Cleared, ten a page: "Load more" follows the cursor to the last record.
+    await page.getByRole("button", { name: "Clear filters" }).click();
+    await expect.poll(() => rows.count(), UI).toBe(times.length);
+    const [counted] = await h.db.pool.query("SELECT COUNT(*) AS n FROM audit_logs WHERE workspace_id = ?", [workspaceId]);
+    const total = Number((counted as Array<{ n: number }>)[0]?.n);
+    expect(total).toBeGreaterThan(10);
+    await page.getByLabel("Per page").selectOption("10");
+    await apply();
+    await expect.poll(() => rows.count(), UI).toBe(10);
+    for (let shown = 10; shown < total; shown += 10) {
+      await page.getByRole("button", { name: "Load more" }).click();
+      await expect.poll(() => rows.count(), UI).toBe(Math.min(total, shown + 10));
+    }
+    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
+    expect(await page.getByTestId("audit-count").textContent()).toBe(`Showing all ${total} records.`);
+    const all = await column(1);
+    expect([...all].sort().reverse()).toEqual(all);
+    await page.getByLabel("Per page").selectOption("50");
+    await apply();
+    await expect.poll(() => rows.count(), UI).toBe(Math.min(total, 50));
+    // The same rows show while the page refreshes: wait for the answer before the picture.
+    await expect.poll(() => page.getByRole("status").count(), UI).toBe(0);
+    await shot("audit");
   });
 
   it("shows the not-found page for a malformed link, and an error when sign-out fails", async () => {
