@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { cliActor } from "../domain/audit/audit.js";
+import { audited, cliActor } from "../domain/audit/audit.js";
 import { listWorkspaceLogs } from "../domain/audit/list.js";
 import { issueRootKey, listRootKeys, type RootKeyDeps, revokeRootKey, rotateRootKey, updateRootKey, validateRootKeyInput } from "../domain/auth/root-keys.js";
 import { systemClock } from "../domain/clock.js";
@@ -37,7 +37,7 @@ const USAGE = `usage:
   keyhold root-key set-expiry <keyId> --expires <ISO time|ms|never>
   keyhold root-key rotate <keyId> [--grace-ms <ms>]
   keyhold root-key revoke <keyId>
-  keyhold audit list --workspace <name> [--limit 50] [--action <a,b>] [--actor <id>] [--resource <id>]
+  keyhold audit list --workspace <name> | --operator-events [--limit 50] [--action <a,b>] [--actor <id>] [--resource <id>]
                      [--since <ISO time|ms>] [--until <ISO time|ms>] [--cursor <c>]
   keyhold migration create --workspace <name> --algorithm <sha256|github.com/seamapi/prefixed-api-key>
   keyhold keys import FILE --api <apiId> --migration <migrationId> [--url <url>] [--format jsonl|csv]
@@ -67,7 +67,8 @@ read from stdin; never from a flag. At least ${MIN_PASSWORD_LENGTH} characters.
 root-key rotate prints a new root key with the same name and permissions; the old
 one keeps working for --grace-ms (default 0: revoked at once). Every root-key
 change is in the audit log with the actor "cli"; audit list prints the
-workspace's records, newest first, as JSON.
+workspace's records, newest first, as JSON (--operator-events: the dashboard's
+sign-ins, failed sign-ins and sign-outs, which belong to no workspace).
 
 Permissions look like apis.*.create_key or apis.<apiId>.read_api; * alone grants everything.
 The database is DATABASE_URL, or keyhold's private server under .keyhold/ when it is unset.`;
@@ -101,17 +102,19 @@ async function run(argv: string[]): Promise<void> {
   if (cmd === "admin") return admin(sub, rest);
   if (cmd === "audit") return audit(sub, rest);
   if (cmd !== "root-key") throw new UsageError(cmd === undefined ? "no command given" : `unknown command '${cmd}'`);
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: {
-      workspace: { type: "string" },
-      permissions: { type: "string" },
-      name: { type: "string" },
-      expires: { type: "string" },
-      "grace-ms": { type: "string" },
-    },
-    allowPositionals: true,
-  });
+  const { values, positionals } = usageArgs(() =>
+    parseArgs({
+      args: rest,
+      options: {
+        workspace: { type: "string" },
+        permissions: { type: "string" },
+        name: { type: "string" },
+        expires: { type: "string" },
+        "grace-ms": { type: "string" },
+      },
+      allowPositionals: true,
+    }),
+  );
   const permissionList = () =>
     (values.permissions ?? "")
       .split(",")
@@ -234,11 +237,15 @@ async function audit(sub: string | undefined, rest: string[]): Promise<void> {
         since: { type: "string" },
         until: { type: "string" },
         cursor: { type: "string" },
+        "operator-events": { type: "boolean" },
       },
     }),
   );
   const workspace = values.workspace?.trim();
-  if (!workspace) throw new UsageError("--workspace is required");
+  const operatorEvents = values["operator-events"] === true;
+  if (operatorEvents === (workspace !== undefined && workspace !== "")) {
+    throw new UsageError("give --workspace <name>, or --operator-events for sign-ins and other events outside any workspace");
+  }
   const limit = values.limit === undefined ? 50 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError("--limit must be 1 to 100");
   const input = {
@@ -252,12 +259,13 @@ async function audit(sub: string | undefined, rest: string[]): Promise<void> {
   };
   const page = await usageErrors(() =>
     withDatabase(async (db) => {
-      const ws = await findWorkspaceByName(db.pool, workspace);
+      if (operatorEvents) return listWorkspaceLogs({ pool: db.pool }, undefined, input);
+      const ws = await findWorkspaceByName(db.pool, workspace ?? "");
       return ws === undefined ? undefined : listWorkspaceLogs({ pool: db.pool }, ws.id, input);
     }),
   );
   if (page === undefined) {
-    log(`no workspace named '${workspace}'`);
+    log(`no workspace named '${workspace ?? ""}'`);
     process.exitCode = 1;
     return;
   }
@@ -301,7 +309,12 @@ async function migration(sub: string | undefined, rest: string[]): Promise<void>
     if (!ws) return undefined;
     const now = Date.now();
     const migrationId = newId("mig", now);
-    await insertKeyMigration(db.pool, { id: migrationId, workspaceId: ws.id, algorithm, createdAt: now });
+    await audited(
+      { pool: db.pool, clock: systemClock },
+      cliActor(ws.id),
+      (conn) => insertKeyMigration(conn, { id: migrationId, workspaceId: ws.id, algorithm, createdAt: now }),
+      () => ({ action: "key_migration.create", resources: [{ type: "migration", id: migrationId }], description: "Created a key migration with algorithm." }),
+    );
     return { migrationId, workspaceId: ws.id, algorithm };
   });
   if (!created) {

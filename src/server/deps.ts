@@ -104,7 +104,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   }, USAGE_SWEEP_EVERY_MS);
   sweepUsage.unref();
   let sweepingAudit = false;
-  const sweepAudit = setInterval(() => {
+  const auditSweep = () => {
     if (sweepingAudit) return;
     sweepingAudit = true;
     sweepAuditLog(pool, clock.now() - config.auditRetentionDays * 86_400_000, log)
@@ -112,8 +112,12 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       .finally(() => {
         sweepingAudit = false;
       });
-  }, USAGE_SWEEP_EVERY_MS);
+  };
+  const sweepAudit = setInterval(auditSweep, USAGE_SWEEP_EVERY_MS);
   sweepAudit.unref();
+  // And once a minute after start, so a restarted instance does not wait 15 minutes for its first sweep.
+  const firstAuditSweep = setTimeout(auditSweep, 60_000);
+  firstAuditSweep.unref();
   // With REDIS_URL every rate-limit counter is shared by all instances; without it, counters are per instance.
   const limiter: Limiter =
     config.redisUrl !== undefined
@@ -150,6 +154,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       invalidations.stop();
       clearInterval(sweepUsage);
       clearInterval(sweepAudit);
+      clearTimeout(firstAuditSweep);
       await usage.stop();
       await rootKeyUsage.stop();
       await counts.stop();

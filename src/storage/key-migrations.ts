@@ -78,10 +78,15 @@ async function ensureNamed(
   await inChunks(unique, CHUNK, (chunk) => read(db, chunk, false));
   const missing = unique.filter((n) => !ids.has(n));
   if (missing.length === 0) return ids;
-  const create = async (q: Queryable, chunk: string[], lock: boolean): Promise<Array<{ name: string; id: string }>> => {
+  const create = async (q: Queryable, chunk: string[], inTransaction: boolean): Promise<Array<{ name: string; id: string }>> => {
     const made = chunk.map(t.row);
     const values = made.map((r) => `(${r.map(() => "?").join(", ")})`).join(", ");
-    await retryingDeadlocks(() => exec(q, `${t.insert} VALUES ${values}`, made.flat()));
+    const insert = () => exec(q, `${t.insert} VALUES ${values}`, made.flat());
+    // In a transaction a deadlock has already rolled all of it back: retrying the
+    // statement alone would commit it outside the transaction, away from its
+    // audit record. transaction() retries the whole of it instead.
+    await (inTransaction ? insert() : retryingDeadlocks(insert));
+    const lock = inTransaction;
     await read(q, chunk, lock);
     // Ours where the row read back has the id this call generated; a concurrent caller's otherwise.
     return chunk.flatMap((name, i) => (ids.get(name) === made[i]?.[0] ? [{ name, id: String(made[i]?.[0]) }] : []));

@@ -1,16 +1,24 @@
-// Where a request came from, for the audit log: read only when a change is
-// recorded, so the verification hot path pays one small allocation and nothing more.
+// Where a request came from, for the audit log. The JSON and Connect doors read
+// the address at once (it is gone with the socket) and the rest only when a
+// change is recorded; gRPC reads its peer at once too, a small part of a gRPC
+// call's cost (bench/README.md). TRUST_PROXY applies to the HTTP port only: a
+// gRPC record holds the address of the peer that connected.
 import type { FastifyRequest } from "fastify";
 import type { RequestOrigin } from "../domain/auth/principal.js";
 
 /** A Fastify request's origin (JSON and Connect doors): req.ip honours TRUST_PROXY. */
 export class HttpOrigin implements RequestOrigin {
-  constructor(private readonly req: FastifyRequest) {}
+  /**
+   * Read now: Fastify computes req.ip from the socket on every access, and a
+   * client that hangs up before its change commits would leave the record
+   * without an address if it were read then.
+   */
+  readonly remoteAddress: string | undefined;
+  constructor(private readonly req: FastifyRequest) {
+    this.remoteAddress = req.ip;
+  }
   get requestId(): string {
     return this.req.id;
-  }
-  get remoteAddress(): string | undefined {
-    return this.req.ip;
   }
   get userAgent(): string | undefined {
     const ua = this.req.headers["user-agent"];

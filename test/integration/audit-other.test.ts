@@ -319,8 +319,8 @@ describe("audit records of identities, rbac, rate limits, workspaces, operators 
       expect(unknown.res.status).toBe(401);
       const u = await oneOf(requestIdOf(unknown.res), "operator.sign_in_failed");
       expect(u).toMatchObject({ workspace_id: null, actor_type: "operator", actor_id: "unknown" });
-      expect(u.resources).toEqual([]);
-      expect(u.indexed).toEqual([]);
+      expect(u.resources).toEqual([{ type: "operator", id: "unknown" }]);
+      expect(u.indexed).toEqual(["unknown"]);
       expectNoSecret(u, [wrongPassword, stranger]);
     });
 

@@ -58,7 +58,7 @@ function FilterForm({ value, onApply }: { value: Filters; onApply: (f: Filters) 
   return (
     // biome-ignore lint/a11y/useSemanticElements: <search> is not in every browser the dashboard supports; the role names the landmark
     <form onSubmit={submit} class="inline filters" role="search" aria-label="Filter the audit log">
-      <Field label="From">
+      <Field label="From" hint="Your local time; the table shows UTC">
         <input type="datetime-local" value={draft.from} onInput={(e) => set({ from: e.currentTarget.value })} />
       </Field>
       <Field label="To">
@@ -152,8 +152,8 @@ export function AuditPage({ workspaceId }: { workspaceId: string }) {
                     ))}
                   </td>
                   <td>{l.description}</td>
-                  <td>{l.requestId === "" ? "—" : <code>{l.requestId}</code>}</td>
-                  <td title={l.userAgent === "" ? undefined : l.userAgent}>{l.remoteAddress || "—"}</td>
+                  <td>{l.requestId ? <code>{l.requestId}</code> : "—"}</td>
+                  <td title={l.userAgent || undefined}>{l.remoteAddress || "—"}</td>
                 </>
               )}
             />

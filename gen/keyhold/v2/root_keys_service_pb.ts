@@ -63,7 +63,9 @@ export type CreateRootKeyResponse = Message<"keyhold.v2.CreateRootKeyResponse"> 
   keyId: string;
 
   /**
-   * The secret: shown once, stored only as a hash.
+   * The secret, in this answer only: the database keeps its hash (and, when the
+   * request carried an Idempotency-Key, this answer encrypted for its replay
+   * window, as for keys.createKey).
    *
    * @generated from field: string key = 2;
    */
@@ -302,7 +304,7 @@ export type RotateRootKeyResponse = Message<"keyhold.v2.RotateRootKeyResponse"> 
   keyId: string;
 
   /**
-   * The new secret: shown once.
+   * The new secret, in this answer only (kept like createRootKey's for a replay).
    *
    * @generated from field: string key = 2;
    */

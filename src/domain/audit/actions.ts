@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   "key.remove_roles",
   "key.set_roles",
   "key.migrate",
+  "key_migration.create",
   "identity.create",
   "identity.update",
   "identity.delete",

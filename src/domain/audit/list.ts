@@ -36,10 +36,14 @@ export async function listLogs(deps: Pick<Deps, "pool">, p: Principal, input: Li
   return listWorkspaceLogs(deps, p.workspaceId, input);
 }
 
-/** The workspace's records (its caller already known to act there: the dashboard's operators). */
+/**
+ * The workspace's records (its caller already known to act there: the
+ * dashboard's operators), or with no workspace the operators' own events
+ * outside any (sign-ins), which only the CLI reads.
+ */
 export async function listWorkspaceLogs(
   deps: Pick<Deps, "pool">,
-  workspaceId: string,
+  workspaceId: string | undefined,
   input: ListLogsInput,
 ): Promise<{ logs: AuditRow[]; cursor: string | undefined }> {
   const errors: { location: string; message: string }[] = [];

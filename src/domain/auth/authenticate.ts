@@ -72,5 +72,6 @@ function principalOf(deps: Deps, record: CachedRootKey): Principal {
   }
   // Memory only: the write-behind stores it in a batch later.
   deps.rootKeyUsage.record(record.id, now);
-  return { workspaceId: record.workspaceId, rootKeyId: record.id, permissions: record.permissions };
+  // Every field declared here, origin too (the door sets it): one object shape for all principals.
+  return { workspaceId: record.workspaceId, rootKeyId: record.id, permissions: record.permissions, origin: undefined, expiresAt: record.expiresAt };
 }

@@ -8,6 +8,8 @@ export interface Principal {
   permissions: readonly string[];
   /** Where the call came from, for the audit log; set by the door that took the request. */
   origin?: RequestOrigin | undefined;
+  /** When the calling root key expires, if it does: it can give no root key a later expiry. */
+  expiresAt?: number | undefined;
 }
 
 /** The request a change came in with, as its audit record names it (TRUST_PROXY decides the address). */

@@ -10,6 +10,7 @@
 // every permission there is (test/contract/rootKeys.*/403.test.ts).
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
+import { insertInvalidation } from "../../storage/invalidations.js";
 import {
   insertRootKey,
   type LockedRootKey,
@@ -82,6 +83,8 @@ function requireCoverage(actor: RootKeyActor, permissions: readonly string[], wh
   );
 }
 
+const earliest = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+
 /** 90000 -> "1 min 30 s", for people reading the log. */
 function duration(ms: number): string {
   const parts: string[] = [];
@@ -101,6 +104,20 @@ function duration(ms: number): string {
   return parts.join(" ");
 }
 
+/**
+ * 403 unless an expiring root key gives an expiry no later than its own: a key
+ * given 30 days must not be able to mint one that never expires. 0 (or none) is
+ * "never", the latest of all.
+ */
+function requireBoundedExpiry(actor: RootKeyActor, expires: number | undefined): void {
+  const own = rootKeyPrincipal(actor)?.expiresAt;
+  if (own === undefined || (expires !== undefined && expires !== 0 && expires <= own)) return;
+  throw new AppError(
+    "err:svc:authorization:insufficient_permissions",
+    `This root key expires at ${new Date(own).toISOString()}: it can only give an expiry no later than that (expires at most ${own}).`,
+  );
+}
+
 const notFound = (): AppError => new AppError("err:svc:data:key_not_found", "No live root key with this id in the workspace.");
 
 const resource = (id: string) => ({ type: "root_key", id });
@@ -118,6 +135,7 @@ export async function issueRootKey(
   v.done();
   const permissions = [...new Set(input.permissions)];
   requireCoverage(actor, permissions, "give");
+  requireBoundedExpiry(actor, input.expires);
   const rootKey = generateRootKey();
   const keyId = newId("key", now);
   await audited(
@@ -178,8 +196,12 @@ async function changeRootKey<T>(
     // The CLI names no workspace: its record goes to the root key's.
     const who = "type" in actor && actor.workspaceId === undefined ? { ...actor, workspaceId: key.workspaceId } : actor;
     await writeAudit(conn, deps, who, done.event);
+    // The other instances' eviction commits with the change: a crash right after
+    // the commit cannot leave them serving the old record until its TTL.
+    await insertInvalidation(conn, "rootkey", key.hash, deps.clock.now());
     return done.result;
   });
+  // Evicts here at once (and tells the others again, which costs them nothing).
   await deps.invalidate("rootkey", hash);
   return result;
 }
@@ -226,14 +248,25 @@ export async function updateRootKey(
   if (input.expires !== undefined && rootKeyPrincipal(actor)?.rootKeyId === input.keyId) {
     throw new AppError("err:svc:authorization:insufficient_permissions", "A root key cannot change its own expiry.");
   }
+  if (input.expires !== undefined) requireBoundedExpiry(actor, input.expires);
+  if (fields.length === 0) {
+    // Nothing to change: the key as it is, with no record and no eviction.
+    requireKeyId(input.keyId);
+    const key = await lockRootKey(deps.pool, input.keyId, input.workspaceId);
+    if (key === undefined) throw notFound();
+    requireCoverage(actor, key.permissions, "manage root keys holding");
+    const { hash: _hash, workspaceId: _ws, ...listed } = key;
+    return listed;
+  }
   return changeRootKey(deps, actor, input.keyId, input.workspaceId, async (conn, key) => {
     const expiresAt = input.expires === undefined ? undefined : input.expires === 0 ? null : input.expires;
     const name = input.name === undefined ? undefined : input.name === "" ? null : input.name;
     await updateRootKeyRow(conn, key.keyId, { name, permissions, enabled: input.enabled, expiresAt }, now);
     const enabledWord = input.enabled === undefined ? "" : input.enabled ? " (enabled)" : " (disabled)";
+    const { hash: _hash, workspaceId: _ws, ...listed } = key;
     return {
       result: {
-        ...key,
+        ...listed,
         name: name === undefined ? key.name : (name ?? ""),
         permissions: permissions ?? key.permissions,
         enabled: input.enabled ?? key.enabled,
@@ -268,7 +301,8 @@ export async function rotateRootKey(
       start: rootKey.slice(0, 8),
       name: old.name === "" ? null : old.name,
       permissions: old.permissions,
-      expiresAt: old.expiresAt,
+      // Never later than the caller's own expiry, when it has one (requireBoundedExpiry).
+      expiresAt: earliest(old.expiresAt, rootKeyPrincipal(actor)?.expiresAt),
       enabled: old.enabled,
       now,
     });

@@ -48,15 +48,18 @@ export async function startSession(
   s: SessionSettings,
   origin: RequestOrigin | undefined,
 ): Promise<string> {
+  const started = deps.clock.now();
+  // Ended sessions that nobody came back with are deleted at sign-ins, at most once
+  // a minute, outside the sign-in's transaction: its scan would hold a lock on
+  // every session row until the sign-in commits.
+  if (started - sweptAt >= SWEEP_EVERY_MS) {
+    sweptAt = started;
+    await deleteEndedSessions(deps.pool, started, s.idleMs);
+  }
   return transaction(deps.pool, async (conn) => {
     const now = deps.clock.now();
     const token = randomBytes(32).toString("base64url");
     await insertSession(conn, { id: sessionIdOf(token), operatorId, now, expiresAt: now + s.maxMs });
-    // Ended sessions that nobody came back with are deleted at sign-ins, at most once a minute.
-    if (now - sweptAt >= SWEEP_EVERY_MS) {
-      sweptAt = now;
-      await deleteEndedSessions(conn, now, s.idleMs);
-    }
     await writeAudit(conn, deps, operatorSelf(operatorId, origin), {
       action: "operator.sign_in",
       resources: [{ type: "operator", id: operatorId }],
@@ -77,7 +80,8 @@ export async function recordFailedSignIn(deps: Pick<Deps, "pool" | "clock">, ope
   await transaction(deps.pool, (conn) =>
     writeAudit(conn, deps, actor, {
       action: "operator.sign_in_failed",
-      resources: operatorId === undefined ? [] : [{ type: "operator", id: operatorId }],
+      // An unknown email is a resource too, so both refusals send the same statements and take the same time.
+      resources: [{ type: "operator", id: operatorId ?? "unknown" }],
       description: operatorId === undefined ? "A sign-in with an email no operator has was refused." : "A sign-in with a wrong password was refused.",
     }),
   );

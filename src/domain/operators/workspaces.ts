@@ -31,8 +31,8 @@ export async function listOperatorWorkspaces(deps: Pick<Deps, "pool">, operatorI
 
 /**
  * A new workspace with the operator as its member; a taken name is refused (never
- * joined). The record is the new workspace's, made by the operator. `origin` is the
- * request's (services/dashboard.ts does not pass it yet: the record then has no request id).
+ * joined). The record is the new workspace's, made by the operator, with the
+ * request's origin.
  */
 export async function createOperatorWorkspace(
   deps: Pick<Deps, "pool" | "clock">,

