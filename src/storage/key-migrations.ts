@@ -160,13 +160,15 @@ export const ensureRoleNames = (db: Queryable, workspaceId: string, names: reado
   );
 
 /**
- * How many of these permission or role ids still exist, share-locked until the
- * transaction ends so none can be deleted before the links to it commit.
+ * How many of these permission, role or (live) identity ids still exist,
+ * share-locked until the transaction ends so none can be deleted before the
+ * links to it commit.
  */
-export async function lockLive(db: Queryable, table: "permissions" | "roles", workspaceId: string, ids: readonly string[]): Promise<number> {
+export async function lockLive(db: Queryable, table: "permissions" | "roles" | "identities", workspaceId: string, ids: readonly string[]): Promise<number> {
   let live = 0;
+  const alive = table === "identities" ? " AND deleted = 0" : "";
   await inChunks(ids, CHUNK, async (chunk) => {
-    const found = await rows(db, `SELECT id FROM ${table} WHERE workspace_id = ? AND id IN (${placeholders(chunk.length)}) LOCK IN SHARE MODE`, [
+    const found = await rows(db, `SELECT id FROM ${table} WHERE workspace_id = ?${alive} AND id IN (${placeholders(chunk.length)}) LOCK IN SHARE MODE`, [
       workspaceId,
       ...chunk,
     ]);

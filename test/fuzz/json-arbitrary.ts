@@ -251,6 +251,14 @@ export function jsonCaseArb(path: string, input: DescMessage): fc.Arbitrary<Json
   if (ALIASED(path) && root.fields.some((f) => f.jsonName === "namespace")) {
     muts.push(fc.constantFrom<Mutation>({ kind: "alias", to: "namespaceId" }, { kind: "alias", to: "namespaceName" }, { kind: "alias", to: "both" }));
   }
+  // A message with no fields (rootKeys.listRootKeys) has no site to mutate: unknown fields at its root, then.
+  if (muts.length === 0) {
+    muts.push(
+      fc
+        .tuple(fc.oneof(fc.constantFrom(...UNKNOWN_KEYS), fc.string({ maxLength: 6 })), fc.constantFrom<Body>(1, "x", null, {}))
+        .map(([key, value]): Mutation => ({ kind: "extra", path: root === input ? [] : [0], key, value })),
+    );
+  }
   const mutation = fc.oneof(...muts);
   return fc.record({
     base,

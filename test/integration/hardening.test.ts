@@ -122,7 +122,11 @@ describe("hardening", () => {
     expect(res.text.length).toBeLessThan(JSON.stringify(body).length);
   });
 
-  /** Runs `del` (from another connection) just before the locking read that precedes linking rows of `table` to a key. */
+  /**
+   * Runs `del` (from another connection) just before the locking read by id that
+   * precedes linking rows of `table` to a key (not the read by name that creates
+   * missing rows: those are uncommitted there, so the delete would wait on them).
+   */
   function deleteBeforeLink(table: "permissions" | "roles", del: () => Promise<unknown>): { restore: () => void; count: () => number } {
     type Conn = Record<"query" | "execute", (sql: unknown, ...rest: unknown[]) => Promise<unknown>>;
     const pool = h.db.pool as unknown as { getConnection: () => Promise<Conn> };
@@ -133,7 +137,7 @@ describe("hardening", () => {
       for (const m of ["query", "execute"] as const) {
         const run = conn[m];
         conn[m] = async (sql, ...rest) => {
-          if (deleted === 0 && typeof sql === "string" && sql.includes(`FROM ${table} `) && sql.includes("LOCK IN SHARE MODE")) {
+          if (deleted === 0 && typeof sql === "string" && sql.includes(`FROM ${table} `) && sql.includes("AND id IN (") && sql.includes("LOCK IN SHARE MODE")) {
             deleted++;
             await del();
           }

@@ -53,24 +53,27 @@ describe("Idempotency-Key edges", () => {
     });
   });
 
-  it("a plain createKey (one INSERT, no transaction) whose answer was lost is not run a second time by its retry", async () => {
+  // A plain key was once one INSERT outside a transaction; with its audit record it
+  // is a transaction like every other key, so its lost answer is a lost COMMIT ack.
+  it("a plain createKey whose commit succeeded but whose answer was lost is not run a second time by its retry", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
-    // The INSERT of the key runs on the server, then the connection drops before its answer comes back.
-    await lostAnswer(rk, apiId, { apiId, name: "lost-insert" }, () => {
-      const pool = h.db.pool as unknown as Record<"query" | "execute", (sql: string, params?: unknown) => Promise<unknown>>;
-      const originals = { query: pool.query, execute: pool.execute };
-      for (const method of ["query", "execute"] as const) {
-        pool[method] = async function (this: unknown, sql: string, params?: unknown) {
-          const result = await originals[method].call(this, sql, params);
-          if (/^\s*INSERT INTO `?keys`? /i.test(sql)) {
-            Object.assign(pool, originals);
-            throw lost();
-          }
-          return result;
+    await lostAnswer(rk, apiId, { apiId, name: "lost-plain" }, () => {
+      const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
+      const getConnection = pool.getConnection;
+      pool.getConnection = async () => {
+        const conn = await getConnection();
+        pool.getConnection = getConnection;
+        const commit = conn.commit.bind(conn);
+        conn.commit = async () => {
+          await commit();
+          throw lost();
         };
-      }
-      return () => Object.assign(pool, originals);
+        return conn;
+      };
+      return () => {
+        pool.getConnection = getConnection;
+      };
     });
   });
 

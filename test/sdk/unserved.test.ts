@@ -46,8 +46,17 @@ describe("@unkey/api operations keyhold does not serve", () => {
     const groupOf = (op: string) => op.split(".")[0] ?? "";
     expect(unserved.filter((op) => !UNSERVED_GROUPS.includes(groupOf(op)))).toEqual(UNSERVED_IN_SERVED_GROUPS);
     expect([...new Set(unserved.map(groupOf))].filter((g) => g !== "analytics").sort()).toEqual([...UNSERVED_GROUPS, "permissions"].sort());
-    // And the other way round: keyhold's only JSON operation the SDK lacks is its own keys.listKeys.
-    expect([...served].filter((op) => !sdk.includes(op))).toEqual(["keys.listKeys"]);
+    // And the other way round: keyhold's JSON operations the SDK lacks are its own keys.listKeys
+    // and the groups keyhold adds (root keys and the audit log).
+    expect([...served].filter((op) => !sdk.includes(op)).sort()).toEqual([
+      "auditLogs.listLogs",
+      "keys.listKeys",
+      "rootKeys.createRootKey",
+      "rootKeys.deleteRootKey",
+      "rootKeys.listRootKeys",
+      "rootKeys.rotateRootKey",
+      "rootKeys.updateRootKey",
+    ]);
   });
 
   it("every unserved path answers a clean 404 route_not_found envelope", async () => {

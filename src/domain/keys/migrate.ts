@@ -219,13 +219,19 @@ async function insertBatch(
       const keys = toRows(candidates, keyIds, await ensureRelations(deps, p, ws, candidates, target.now));
       const permissionIds = [...new Set(keys.flatMap((k) => k.permissionIds))];
       const roleIds = [...new Set(keys.flatMap((k) => k.roleIds))];
+      const identityIds = [...new Set(keys.flatMap((k) => (k.identityId === undefined ? [] : [k.identityId])))];
       return await audited(
         deps,
         p,
         async (conn) => {
-          // Share-lock the permissions and roles first: none can be deleted before the links to it commit.
-          const live = (await lockLive(conn, "permissions", ws, permissionIds)) + (await lockLive(conn, "roles", ws, roleIds));
-          if (live < permissionIds.length + roleIds.length) throw new RelationVanished();
+          // Share-lock the identities, permissions and roles first: none can be
+          // deleted before the keys and links naming it commit. (Rows made on first
+          // use committed in their own transaction, so one may be gone already.)
+          const live =
+            (await lockLive(conn, "identities", ws, identityIds)) +
+            (await lockLive(conn, "permissions", ws, permissionIds)) +
+            (await lockLive(conn, "roles", ws, roleIds));
+          if (live < identityIds.length + permissionIds.length + roleIds.length) throw new RelationVanished();
           const ids = await insertMigratedKeys(conn, target, keys);
           await insertKeyRelations(
             conn,

@@ -170,24 +170,36 @@ describe("keys.migrateKeys 200", () => {
     const key = `idv_${bs58.encode(randomBytes(16))}`;
     const externalId = uid("vanishing");
     const rk = await admin(h);
-    // A concurrent identities.deleteIdentity lands right after the import's INSERT IGNORE of the identity.
-    const pool = h.db.pool as unknown as Record<"execute" | "query", (sql: unknown, ...rest: unknown[]) => Promise<unknown>>;
-    const original = { execute: pool.execute, query: pool.query };
+    // A concurrent identities.deleteIdentity lands right after the transaction that
+    // created the identity (and its audit record) commits, before the key goes in.
+    type Conn = Record<"query" | "execute", (sql: unknown, ...rest: unknown[]) => Promise<unknown>> & { commit: () => Promise<void> };
+    const pool = h.db.pool as unknown as { getConnection: () => Promise<Conn> };
+    const getConnection = pool.getConnection;
     let armed = true;
-    for (const m of ["execute", "query"] as const) {
-      pool[m] = async (sql, ...rest) => {
-        const result = await original[m].call(h.db.pool, sql, ...rest);
-        if (armed && typeof sql === "string" && sql.startsWith("INSERT IGNORE INTO identities")) {
+    pool.getConnection = async () => {
+      const conn = await getConnection.call(pool);
+      let madeIdentity = false;
+      for (const m of ["execute", "query"] as const) {
+        const run = conn[m];
+        conn[m] = async (sql, ...rest) => {
+          if (typeof sql === "string" && sql.startsWith("INSERT IGNORE INTO identities")) madeIdentity = true;
+          return run.call(conn, sql, ...rest);
+        };
+      }
+      const commit = conn.commit;
+      conn.commit = async () => {
+        await commit.call(conn);
+        if (armed && madeIdentity) {
           armed = false;
           expectOk(await h.post("/v2/identities.deleteIdentity", { identity: externalId }, rk));
         }
-        return result;
       };
-    }
+      return conn;
+    };
     try {
       await migrate({ migrationId, apiId, keys: [{ hash: standardHash(key), externalId }] }, rk);
     } finally {
-      Object.assign(pool, original);
+      pool.getConnection = getConnection;
     }
     expect(armed).toBe(false);
     const verified = await verifyKey(h, key);
