@@ -79,6 +79,9 @@ type Method = (...args: unknown[]) => unknown;
  * digest of every row of every table as of the snapshot with one as of now.
  * Last-used times are written behind, so they are flushed inside the window.
  */
+/** Append-only tables, and the ever-growing key that tells a new row. */
+const APPEND_ONLY: Record<string, string> = { audit_logs: "pk", audit_log_resources: "audit_pk" };
+
 export class DataGuard {
   private digestSql = "";
   private writes = 0;
@@ -129,7 +132,15 @@ export class DataGuard {
       "SELECT table_name AS t, GROUP_CONCAT(CONCAT('QUOTE(`', column_name, '`)') ORDER BY ordinal_position SEPARATOR ', ') AS cols FROM information_schema.columns WHERE table_schema = DATABASE() AND NOT (table_name = 'root_keys' AND column_name = 'last_used_at_m') GROUP BY table_name",
     );
     this.digestSql = (rows as Array<{ t: string; cols: string }>)
-      .map(({ t, cols }) => `SELECT '${t}' AS t, COUNT(*) AS n, COALESCE(BIT_XOR(CONV(LEFT(MD5(CONCAT_WS(',', ${cols})), 16), 16, 10)), 0) AS d FROM \`${t}\``)
+      .map(({ t, cols }) =>
+        // The audit log only ever grows (the retention sweep does not run here), by
+        // several rows per accepted change: its count and last key tell a record
+        // written by a refused request, without hashing every record each time
+        // (that doubled the fuzz files' time).
+        APPEND_ONLY[t] !== undefined
+          ? `SELECT '${t}' AS t, COUNT(*) AS n, COALESCE(MAX(${APPEND_ONLY[t]}), 0) AS d FROM \`${t}\``
+          : `SELECT '${t}' AS t, COUNT(*) AS n, COALESCE(BIT_XOR(CONV(LEFT(MD5(CONCAT_WS(',', ${cols})), 16), 16, 10)), 0) AS d FROM \`${t}\``,
+      )
       .join(" UNION ALL ");
   }
 
