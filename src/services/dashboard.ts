@@ -6,7 +6,7 @@ import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/
 import { listWorkspaceApis } from "../domain/apis/apis.js";
 import { listWorkspaceLogs } from "../domain/audit/list.js";
 import type { Principal, RequestOrigin } from "../domain/auth/principal.js";
-import { issueRootKey, listRootKeys, type RootKeyListing, revokeRootKey, rotateRootKey, updateRootKey } from "../domain/auth/root-keys.js";
+import { issueRootKey, listRootKeys, revokeRootKey, rotateRootKey, updateRootKey } from "../domain/auth/root-keys.js";
 import type { Deps } from "../domain/deps.js";
 import { searchKeys } from "../domain/keys/keys.js";
 import { queryUsage } from "../domain/keys/usage-query.js";
@@ -17,6 +17,7 @@ import { Validator } from "../domain/validate.js";
 import type { UsageGranularity } from "../storage/usage.js";
 import { toAuditLog } from "./audit-logs.js";
 import { toKeyResponse } from "./mappers.js";
+import { toRootKeyData } from "./root-keys.js";
 import type { Operations } from "./types.js";
 
 const GRANULARITY: Partial<Record<Granularity, UsageGranularity>> = {
@@ -35,16 +36,8 @@ export type DashboardOps = {
   ) => ReturnType<Operations<typeof DashboardService>[K]>;
 };
 
-const toDashboardRootKey = (k: RootKeyListing) => ({
-  keyId: k.keyId,
-  name: k.name,
-  start: k.start,
-  permissions: k.permissions,
-  enabled: k.enabled,
-  expires: k.expiresAt === undefined ? undefined : BigInt(k.expiresAt),
-  createdAt: BigInt(k.createdAt),
-  lastUsedAt: k.lastUsedAt === undefined ? undefined : BigInt(k.lastUsedAt),
-});
+// The dashboard's RootKey has the fields of keyhold.v2's RootKeyData.
+const toDashboardRootKey = toRootKeyData;
 
 /** The operator acting in a workspace, with the request's origin for the audit log. */
 const acting = (operatorId: string, workspaceId: string, origin: RequestOrigin | undefined): Principal => ({

@@ -29,28 +29,31 @@ describe("Idempotency-Key edges", () => {
 
   const lost = () => Object.assign(new Error("Connection lost: The server closed the connection."), { code: "PROTOCOL_CONNECTION_LOST", fatal: true });
 
+  /** The next transaction's COMMIT reaches the server, then the connection drops before the OK comes back. */
+  const loseCommitAnswer = (): (() => void) => {
+    const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
+    const getConnection = pool.getConnection;
+    pool.getConnection = async () => {
+      const conn = await getConnection();
+      pool.getConnection = getConnection;
+      const commit = conn.commit.bind(conn);
+      conn.commit = async () => {
+        await commit();
+        throw lost();
+      };
+      return conn;
+    };
+    return () => {
+      pool.getConnection = getConnection;
+    };
+  };
+
   it("a createKey whose commit succeeded but whose answer was lost (503) is not run a second time by its retry", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
     // A key with a rate limit is written in a transaction. Its COMMIT reaches the server, then the connection
     // drops before the OK comes back (what the statement watchdog does to a slow commit): the outcome is unknown.
-    await lostAnswer(rk, apiId, { apiId, name: "lost-ack", ratelimits: [{ name: "requests", limit: 10, duration: 60_000 }] }, () => {
-      const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
-      const getConnection = pool.getConnection;
-      pool.getConnection = async () => {
-        const conn = await getConnection();
-        pool.getConnection = getConnection;
-        const commit = conn.commit.bind(conn);
-        conn.commit = async () => {
-          await commit();
-          throw lost();
-        };
-        return conn;
-      };
-      return () => {
-        pool.getConnection = getConnection;
-      };
-    });
+    await lostAnswer(rk, apiId, { apiId, name: "lost-ack", ratelimits: [{ name: "requests", limit: 10, duration: 60_000 }] }, loseCommitAnswer);
   });
 
   // A plain key was once one INSERT outside a transaction; with its audit record it
@@ -58,23 +61,7 @@ describe("Idempotency-Key edges", () => {
   it("a plain createKey whose commit succeeded but whose answer was lost is not run a second time by its retry", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
-    await lostAnswer(rk, apiId, { apiId, name: "lost-plain" }, () => {
-      const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
-      const getConnection = pool.getConnection;
-      pool.getConnection = async () => {
-        const conn = await getConnection();
-        pool.getConnection = getConnection;
-        const commit = conn.commit.bind(conn);
-        conn.commit = async () => {
-          await commit();
-          throw lost();
-        };
-        return conn;
-      };
-      return () => {
-        pool.getConnection = getConnection;
-      };
-    });
+    await lostAnswer(rk, apiId, { apiId, name: "lost-plain" }, loseCommitAnswer);
   });
 
   it("expired records are swept faster than one idempotent request a minute can create them", async () => {
