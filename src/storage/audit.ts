@@ -1,7 +1,7 @@
 // The audit log's rows (migration 0008). Records are written only inside the
 // transaction of the change they describe (domain/audit/audit.ts); reading is
 // newest first by (time_m, pk), with an opaque cursor naming the last row seen.
-import { exec, num, optStr, placeholders, type Queryable, rows } from "./sql.js";
+import { exec, num, optStr, placeholders, type Queryable, rows, type Statement } from "./sql.js";
 
 export interface AuditResource {
   type: string;
@@ -24,11 +24,19 @@ export interface AuditRow {
 
 /** Writes one record and its resource index: two statements, on the change's own connection. */
 export async function insertAudit(db: Queryable, r: AuditRow): Promise<void> {
-  const res = await exec(
-    db,
-    `INSERT INTO audit_logs (id, workspace_id, time_m, actor_type, actor_id, action, resources, description, request_id, remote_address, user_agent)
+  for (const s of auditInserts(r)) await exec(db, s.sql, s.params);
+}
+
+/**
+ * The record's INSERT and its resource index's, in this order. The index names
+ * the record by LAST_INSERT_ID() (audit_log_resources has no AUTO_INCREMENT of
+ * its own), so the two can also go in one round trip (commitInOneTrip).
+ */
+export function auditInserts(r: AuditRow): Statement[] {
+  const record: Statement = {
+    sql: `INSERT INTO audit_logs (id, workspace_id, time_m, actor_type, actor_id, action, resources, description, request_id, remote_address, user_agent)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
+    params: [
       r.id,
       r.workspaceId ?? null,
       r.time,
@@ -41,12 +49,18 @@ export async function insertAudit(db: Queryable, r: AuditRow): Promise<void> {
       r.remoteAddress ?? null,
       r.userAgent ?? null,
     ],
-  );
+  };
   const ids = [...new Set(r.resources.map((x) => x.id))];
-  if (ids.length === 0) return;
-  const params: (string | number | null)[] = [];
-  for (const id of ids) params.push(res.insertId, r.workspaceId ?? null, id);
-  await exec(db, `INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id) VALUES ${ids.map(() => "(?, ?, ?)").join(", ")}`, params);
+  if (ids.length === 0) return [record];
+  const params: (string | null)[] = [];
+  for (const id of ids) params.push(r.workspaceId ?? null, id);
+  return [
+    record,
+    {
+      sql: `INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id) VALUES ${ids.map(() => "(LAST_INSERT_ID(), ?, ?)").join(", ")}`,
+      params,
+    },
+  ];
 }
 
 export interface AuditQuery {

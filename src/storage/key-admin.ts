@@ -1,16 +1,23 @@
-import { exec, placeholders, type Queryable, rows } from "./sql.js";
+import { exec, placeholders, type Queryable, rows, type Statement } from "./sql.js";
 
-export async function insertEncryptedKey(
-  db: Queryable,
-  e: { workspaceId: string; keyId: string; encrypted: string; encryptionKeyId: string; now: number },
-): Promise<void> {
-  await exec(db, "INSERT INTO encrypted_keys (workspace_id, key_id, encrypted, encryption_key_id, created_at_m) VALUES (?, ?, ?, ?, ?)", [
-    e.workspaceId,
-    e.keyId,
-    e.encrypted,
-    e.encryptionKeyId,
-    e.now,
-  ]);
+export async function insertEncryptedKey(db: Queryable, e: EncryptedKeyRow): Promise<void> {
+  const { sql, params } = encryptedKeyInsert(e);
+  await exec(db, sql, params);
+}
+
+interface EncryptedKeyRow {
+  workspaceId: string;
+  keyId: string;
+  encrypted: string;
+  encryptionKeyId: string;
+  now: number;
+}
+
+export function encryptedKeyInsert(e: EncryptedKeyRow): Statement {
+  return {
+    sql: "INSERT INTO encrypted_keys (workspace_id, key_id, encrypted, encryption_key_id, created_at_m) VALUES (?, ?, ?, ?, ?)",
+    params: [e.workspaceId, e.keyId, e.encrypted, e.encryptionKeyId, e.now],
+  };
 }
 
 export async function findEncryptedKeys(db: Queryable, keyIds: string[]): Promise<Map<string, { encrypted: string; encryptionKeyId: string }>> {

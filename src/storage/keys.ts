@@ -1,5 +1,5 @@
 import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../core/records.js";
-import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows, transaction } from "./sql.js";
+import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows, type Statement, transaction } from "./sql.js";
 
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
   k.identity_id, k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,
@@ -30,12 +30,17 @@ export interface NewKeyRow {
 }
 
 export async function insertKeyRow(db: Queryable, k: NewKeyRow): Promise<void> {
-  await exec(
-    db,
-    `INSERT INTO \`keys\` (id, key_auth_id, api_id, workspace_id, hash, start, prefix, byte_length, name, identity_id, meta,
+  const { sql, params } = keyRowInsert(k);
+  await exec(db, sql, params);
+}
+
+/** The key's INSERT, to run alone (insertKeyRow) or in a group (commitInOneTrip). */
+export function keyRowInsert(k: NewKeyRow): Statement {
+  return {
+    sql: `INSERT INTO \`keys\` (id, key_auth_id, api_id, workspace_id, hash, start, prefix, byte_length, name, identity_id, meta,
        expires_at_m, enabled, remaining_requests, refill_amount, refill_day, last_refill_at_m, recoverable, created_at_m)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
+    params: [
       k.id,
       k.keyAuthId,
       k.apiId,
@@ -56,7 +61,7 @@ export async function insertKeyRow(db: Queryable, k: NewKeyRow): Promise<void> {
       k.recoverable,
       k.now,
     ],
-  );
+  };
 }
 
 export async function insertRatelimits(
@@ -65,14 +70,22 @@ export async function insertRatelimits(
   limits: RatelimitConfig[],
   now: number,
 ): Promise<void> {
-  if (limits.length === 0) return;
+  const s = ratelimitsInsert(owner, limits, now);
+  if (s !== undefined) await exec(db, s.sql, s.params);
+}
+
+/** The INSERT of an owner's limits; undefined for none. */
+export function ratelimitsInsert(
+  owner: { workspaceId: string; keyId?: string; identityId?: string },
+  limits: RatelimitConfig[],
+  now: number,
+): Statement | undefined {
+  if (limits.length === 0) return undefined;
   const values = limits.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
-  const params = limits.flatMap((l) => [l.id, owner.workspaceId, l.name, owner.keyId ?? null, owner.identityId ?? null, l.limit, l.duration, l.autoApply, now]);
-  await exec(
-    db,
-    `INSERT INTO ratelimits (id, workspace_id, name, key_id, identity_id, \`limit\`, duration, auto_apply, created_at_m) VALUES ${values}`,
-    params,
-  );
+  return {
+    sql: `INSERT INTO ratelimits (id, workspace_id, name, key_id, identity_id, \`limit\`, duration, auto_apply, created_at_m) VALUES ${values}`,
+    params: limits.flatMap((l) => [l.id, owner.workspaceId, l.name, owner.keyId ?? null, owner.identityId ?? null, l.limit, l.duration, l.autoApply, now]),
+  };
 }
 
 function toDetails(r: Row): Omit<KeyDetails, "identity" | "ratelimits" | "permissions" | "roles"> & { identityId: string | undefined } {

@@ -97,9 +97,47 @@ export async function transaction<T>(pool: Pool, fn: (conn: PoolConnection) => P
     } finally {
       conn.release();
     }
-    // Retrying at once meets the same rivals in the same order and deadlocks again:
-    // a growing, jittered pause lets one of them finish first.
-    await new Promise((r) => setTimeout(r, attempt * 10 + Math.random() * 20));
+    await pauseBeforeRetry(attempt);
+  }
+}
+
+// Retrying at once meets the same rivals in the same order and deadlocks again:
+// a growing, jittered pause lets one of them finish first.
+const pauseBeforeRetry = (attempt: number) => new Promise((r) => setTimeout(r, attempt * 10 + Math.random() * 20));
+
+/** One statement of a group sent together (commitInOneTrip). */
+export interface Statement {
+  sql: string;
+  params: readonly Param[];
+}
+
+/**
+ * Commits statements as one transaction in one round trip: START TRANSACTION,
+ * the statements and COMMIT go as a single multi-statement query (values escaped
+ * client-side, as every statement with more than a few parameters already is).
+ * The server stops at the first failing statement; the transaction it leaves
+ * open is rolled back here. For changes that are plain writes, known in full
+ * before the first is sent: nothing may depend on an earlier statement's answer
+ * (an INSERT ... VALUES (LAST_INSERT_ID(), …) reads the server's own state).
+ * Each round trip costs the server ~40 µs of CPU (mysql2's socket write and the
+ * wake-up of the database's thread): a plain createKey with its audit record was
+ * five of them. A deadlock is retried as in transaction().
+ */
+export async function commitInOneTrip(pool: Pool, statements: readonly Statement[]): Promise<void> {
+  const sql = ["START TRANSACTION", ...statements.map((s) => s.sql), "COMMIT"].join(";\n");
+  const params = statements.flatMap((s) => s.params) as Param[];
+  for (let attempt = 1; ; attempt++) {
+    const conn = await pool.getConnection();
+    try {
+      await timed(() => conn.query(sql, params));
+      return;
+    } catch (err) {
+      await conn.query("ROLLBACK").catch(() => undefined);
+      if (attempt >= 6 || !isRetryable(err)) throw err;
+    } finally {
+      conn.release();
+    }
+    await pauseBeforeRetry(attempt);
   }
 }
 

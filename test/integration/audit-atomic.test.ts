@@ -56,6 +56,8 @@ describe("the audit record is part of the change's transaction", () => {
   const changes: Array<[string, () => Record<string, unknown>]> = [
     ["/v2/apis.createApi", () => ({ name: "made-once" })],
     ["/v2/keys.createKey", () => ({ apiId, name: "made-once" })],
+    // Its limits and its ciphertext go in the same round trip as the key and the record.
+    ["/v2/keys.createKey", () => ({ apiId, name: "made-once-too", recoverable: true, ratelimits: [{ name: "requests", limit: 5, duration: 1000 }] })],
     ["/v2/keys.updateKey", () => ({ keyId, name: "renamed", meta: { a: 1 } })],
     ["/v2/keys.updateCredits", () => ({ keyId, operation: "set", value: 5 })],
     ["/v2/keys.addPermissions", () => ({ keyId, permissions: ["added.once"] })],

@@ -5,9 +5,9 @@
 // (`key.update`), which resources (ids) and which fields changed: never a value
 // that could be a secret, never a key or a root key.
 import { newId } from "../../core/ids.js";
-import { type AuditResource, insertAudit } from "../../storage/audit.js";
+import { type AuditResource, type AuditRow, auditInserts, insertAudit } from "../../storage/audit.js";
 import type { OnCreated } from "../../storage/key-migrations.js";
-import { type PoolConnection, transaction } from "../../storage/sql.js";
+import { commitInOneTrip, type PoolConnection, type Statement, transaction } from "../../storage/sql.js";
 import type { Principal, RequestOrigin } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import type { AuditAction } from "./actions.js";
@@ -63,21 +63,23 @@ export async function writeAudit(
 ): Promise<void> {
   const who = "type" in actor ? actor : actorOf(actor);
   const now = deps.clock.now();
-  for (const e of Array.isArray(events) ? (events as readonly AuditEvent[]) : [events as AuditEvent]) {
-    await insertAudit(conn, {
-      id: newId("log", now),
-      workspaceId: who.workspaceId,
-      time: now,
-      actorType: who.type,
-      actorId: who.id,
-      action: e.action,
-      resources: e.resources,
-      description: e.description.slice(0, 1024),
-      requestId: who.origin?.requestId,
-      remoteAddress: cut(who.origin?.remoteAddress, 64),
-      userAgent: cut(who.origin?.userAgent, 256),
-    });
-  }
+  for (const e of Array.isArray(events) ? (events as readonly AuditEvent[]) : [events as AuditEvent]) await insertAudit(conn, auditRow(who, e, now));
+}
+
+function auditRow(who: Actor, e: AuditEvent, now: number): AuditRow {
+  return {
+    id: newId("log", now),
+    workspaceId: who.workspaceId,
+    time: now,
+    actorType: who.type,
+    actorId: who.id,
+    action: e.action,
+    resources: e.resources,
+    description: e.description.slice(0, 1024),
+    requestId: who.origin?.requestId,
+    remoteAddress: cut(who.origin?.remoteAddress, 64),
+    userAgent: cut(who.origin?.userAgent, 256),
+  };
 }
 
 /**
@@ -97,6 +99,21 @@ export async function audited<T>(
     if (events !== undefined) await writeAudit(conn, deps, actor, events);
     return result;
   });
+}
+
+/**
+ * A change made only of writes known in advance, committed with its record in
+ * one round trip (sql.ts's commitInOneTrip): what `audited` does, without a
+ * round trip per statement.
+ */
+export async function auditedInOneTrip(
+  deps: Pick<Deps, "pool" | "clock">,
+  actor: Actor | Principal,
+  change: readonly Statement[],
+  event: AuditEvent,
+): Promise<void> {
+  const who = "type" in actor ? actor : actorOf(actor);
+  await commitInOneTrip(deps.pool, [...change, ...auditInserts(auditRow(who, event, deps.clock.now()))]);
 }
 
 /** "name, meta and expires" from the fields a request set. */
