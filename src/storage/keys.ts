@@ -1,5 +1,19 @@
 import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../core/records.js";
-import { exec, groupBy, num, one, optNum, optStr, placeholders, type Queryable, type Row, retryingDeadlocks, rows, type Statement, transaction } from "./sql.js";
+import {
+  exec,
+  groupBy,
+  num,
+  one,
+  optNum,
+  optStr,
+  placeholders,
+  type Queryable,
+  type Row,
+  retryingDeadlocks,
+  rows,
+  type Statement,
+  transaction,
+} from "./sql.js";
 
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
   k.identity_id, k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,

@@ -143,7 +143,8 @@ export async function createKey(deps: Deps, p: Principal, input: CreateKeyInput)
           async (conn) => {
             await insertKeyRow(conn, row);
             await insertRatelimits(conn, { workspaceId: p.workspaceId, keyId }, ratelimits, now);
-            const linked = (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
+            const linked =
+              (await linkPermissions(conn, p.workspaceId, keyId, permissionIds, now)) + (await linkRoles(conn, p.workspaceId, keyId, roleIds, now));
             // A permission or role deleted concurrently since it was looked up: roll back and look again.
             if (permissionIds.length < slugCount || linked < permissionIds.length + roleIds.length) throw new RelationVanished();
             if (encrypted) await insertEncryptedKey(conn, { workspaceId: p.workspaceId, keyId, ...encrypted, now });
