@@ -1,7 +1,7 @@
 import type { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import type { Deps } from "../domain/deps.js";
 import { createPermission, deletePermission, getPermission, listPermissions } from "../domain/rbac/permissions.js";
-import { createRole, deleteRole, getRole, listRoles } from "../domain/rbac/roles.js";
+import { createRole, deleteRole, getRole, listRoles, setRolePermissions } from "../domain/rbac/roles.js";
 import { toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
 
@@ -27,5 +27,8 @@ export function permissionsService(deps: Deps): Operations<typeof PermissionsSer
       await deleteRole(deps, principal, { role: req.role });
       return {};
     },
+    setRolePermissions: async (req, { principal }) => ({
+      permissions: (await setRolePermissions(deps, principal, { roleId: req.roleId, permissions: req.permissions })).map(toPermission),
+    }),
   };
 }

@@ -223,6 +223,69 @@ export async function linkRolePermissions(db: Queryable, workspaceId: string, ro
   return live.length;
 }
 
+/**
+ * Locks the role's row until the transaction ends: changes to one role's
+ * permissions apply one after another, and a concurrent deleteRole either waits
+ * for this transaction or has already won. False when the role is gone.
+ */
+export async function lockRole(db: Queryable, workspaceId: string, roleId: string): Promise<boolean> {
+  return (await rows(db, "SELECT id FROM roles WHERE id = ? AND workspace_id = ? FOR UPDATE", [roleId, workspaceId])).length > 0;
+}
+
+/** The ids of the role's permissions: what a change is compared with, for its audit record. */
+export async function rolePermissionIds(db: Queryable, roleId: string): Promise<string[]> {
+  return (await rows(db, "SELECT permission_id FROM roles_permissions WHERE role_id = ?", [roleId])).map((r) => String(r.permission_id));
+}
+
+/**
+ * The ids of the workspace's permissions with these slugs, share-locked until
+ * the transaction ends so none can be deleted before it is attached. A slug
+ * whose permission was deleted meanwhile has none: fewer ids than slugs.
+ */
+export async function lockPermissionsBySlug(db: Queryable, workspaceId: string, slugs: readonly string[]): Promise<string[]> {
+  if (slugs.length === 0) return [];
+  const wanted = new Set(slugs);
+  const found = await rows(db, `SELECT id, slug FROM permissions WHERE workspace_id = ? AND slug IN (${placeholders(wanted.size)}) LOCK IN SHARE MODE`, [
+    workspaceId,
+    ...wanted,
+  ]);
+  // The collation ignores trailing spaces: only exact slugs count.
+  return found.filter((r) => wanted.has(String(r.slug))).map((r) => String(r.id));
+}
+
+/**
+ * Makes the role's permissions exactly these (ids the caller has share-locked,
+ * lockPermissionsBySlug): the others are detached, the missing ones attached.
+ * Run it in a transaction, after lockRole.
+ */
+export async function replaceRolePermissions(db: Queryable, workspaceId: string, roleId: string, permissionIds: readonly string[], now: number): Promise<void> {
+  if (permissionIds.length === 0) {
+    await exec(db, "DELETE FROM roles_permissions WHERE role_id = ?", [roleId]);
+    return;
+  }
+  await exec(db, `DELETE FROM roles_permissions WHERE role_id = ? AND permission_id NOT IN (${placeholders(permissionIds.length)})`, [
+    roleId,
+    ...permissionIds,
+  ]);
+  // Plain VALUES, not INSERT ... SELECT: see lockExisting (storage/relations.ts) for MariaDB's AUTO_INCREMENT failure.
+  await exec(
+    db,
+    `INSERT IGNORE INTO roles_permissions (role_id, permission_id, workspace_id, created_at_m) VALUES ${permissionIds.map(() => "(?, ?, ?, ?)").join(", ")}`,
+    permissionIds.flatMap((id) => [roleId, id, workspaceId, now]),
+  );
+}
+
+/** The role's permissions, by slug. */
+export async function listRolePermissions(db: Queryable, roleId: string): Promise<PermissionRow[]> {
+  const rs = await rows(
+    db,
+    `SELECT p.id, p.name, p.slug, p.description FROM roles_permissions rp JOIN permissions p ON p.id = rp.permission_id
+      WHERE rp.role_id = ? ORDER BY p.slug`,
+    [roleId],
+  );
+  return rs.map(toPermission);
+}
+
 async function withPermissions(db: Queryable, base: Row[]): Promise<RoleRow[]> {
   if (base.length === 0) return [];
   const ids = base.map((r) => String(r.id));

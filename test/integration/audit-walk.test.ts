@@ -143,6 +143,11 @@ describe("every changing operation is in the audit log", () => {
       const id = (await ok("/v2/permissions.createRole", { name: uid("role") })).roleId;
       return { body: { role: id }, action: "role.delete", resource: () => id };
     },
+    "permissions.setRolePermissions": async () => {
+      // An existing slug: a new one would add its own permission.create record to the request.
+      const id = (await ok("/v2/permissions.createRole", { name: uid("role") })).roleId;
+      return { body: { roleId: id, permissions: ["walk.p"] }, action: "role.set_permissions", resource: () => id };
+    },
     "rootKeys.createRootKey": async () => ({ body: { permissions: ["apis.*.read_api"] }, action: "root_key.create", resource: (d) => d.keyId }),
     "rootKeys.updateRootKey": async () => {
       const id = (await ok("/v2/rootKeys.createRootKey", { permissions: ["apis.*.read_api"] })).keyId;

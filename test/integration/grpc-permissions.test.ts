@@ -150,6 +150,38 @@ describe("gRPC: PermissionsService", () => {
     expect(await call(client, "deleteRole", { role: "grpc_temp" }, auth)).toEqual({});
     expect(await verifyKey(h, key, { permissions: "temp.use" })).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
   });
+
+  // Last in this block: the listing tests above count this block's roles and permissions.
+  it("SetRolePermissions replaces a role's permissions (by id or name), seen by the very next keys.verifyKey; its errors are gRPC's", async () => {
+    const { roleId } = await call<{ roleId: string }>(client, "createRole", { name: "grpc_setter", permissions: ["set.old"] }, auth);
+    const { key } = await createKey(h, await createApi(h), { roles: ["grpc_setter"] });
+    expect(await verifyKey(h, key, { permissions: "set.old" })).toMatchObject({ valid: true, code: "VALID" });
+
+    const set = await call<{ permissions: PermissionMsg[] }>(client, "setRolePermissions", { roleId, permissions: ["set.new", "set.b"] }, auth);
+    expect(set.permissions.map((p) => p.slug)).toEqual(["set.b", "set.new"]);
+    expect(set.permissions[1]).toMatchObject({ id: expect.stringMatching(/^perm_/), name: "set.new", slug: "set.new" });
+    expect(await verifyKey(h, key, { permissions: "set.old" })).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
+    expect(await verifyKey(h, key, { permissions: "set.new AND set.b" })).toMatchObject({ valid: true, code: "VALID" });
+
+    const cleared = await call<{ permissions?: PermissionMsg[] }>(client, "setRolePermissions", { roleId: "grpc_setter", permissions: [] }, auth);
+    expect(cleared.permissions ?? []).toEqual([]);
+    expect(await verifyKey(h, key, { permissions: "set.new" })).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
+
+    const missing = await failure(call(client, "setRolePermissions", { roleId: "nobody", permissions: [] }, auth));
+    expect(missing.code).toBe(grpc.status.NOT_FOUND);
+    expect(missing.metadata.get("error-code")).toEqual(["err:svc:data:role_not_found"]);
+    for (const [req, field] of [
+      [{ roleId: "", permissions: [] }, "roleId"],
+      [{ roleId, permissions: ["bad/slug"] }, "permissions[0]"],
+    ] as const) {
+      const invalid = await failure(call(client, "setRolePermissions", req, auth));
+      expect(invalid.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(invalid.details).toContain(field);
+    }
+    const denied = await failure(call(client, "setRolePermissions", { roleId, permissions: [] }, bearer(await h.rootKey(["rbac.*.add_permission_to_role"]))));
+    expect(denied.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(denied.metadata.get("error-code")).toEqual(["err:svc:authorization:insufficient_permissions"]);
+  });
 });
 
 describe("gRPC: KeysService grant operations", () => {

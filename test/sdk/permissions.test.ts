@@ -1,5 +1,5 @@
 // @unkey/api against keyhold: the `permissions` group (permissions and roles of
-// the workspace). setRolePermissions, which keyhold does not serve, is in unserved.test.ts.
+// the workspace), every operation of it.
 import type { Unkey } from "@unkey/api";
 import { ConflictErrorResponse, ForbiddenErrorResponse, NotFoundErrorResponse, UnauthorizedErrorResponse } from "@unkey/api/models/errors";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -253,6 +253,53 @@ describe("@unkey/api permissions.*", () => {
       const r = await role();
       await admin.permissions.deleteRole({ role: r.id });
       await expectUntypedError(h, admin.permissions.deleteRole({ role: r.id }), 404, "err:svc:data:role_not_found");
+    });
+  });
+
+  describe("setRolePermissions", () => {
+    const grants = ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"];
+
+    it("200: data is the role's new permissions; by id or by name; missing slugs created with create_permission; [] clears", async () => {
+      const [kept, dropped, added] = [await permission(), await permission(), await permission()];
+      const r = await role([kept.slug, dropped.slug]);
+      const c = await w.client(grants);
+      const res = await ok(c.permissions.setRolePermissions({ roleId: r.id, permissions: [kept.slug, added.slug] }));
+      expect(res.data).toEqual([kept, added].sort((a, b) => a.slug.localeCompare(b.slug)));
+      expect((await admin.permissions.getRole({ role: r.id })).data.permissions).toEqual(res.data);
+
+      const fresh = uid("fresh");
+      const withCreate = await w.client([...grants, "rbac.*.create_permission"]);
+      const created = await ok(withCreate.permissions.setRolePermissions({ roleId: r.name, permissions: [fresh] }));
+      expect(created.data).toEqual([{ id: expect.stringMatching(/^perm_/), name: fresh, slug: fresh, description: expect.any(String) }]);
+
+      expect((await ok(c.permissions.setRolePermissions({ roleId: r.name, permissions: [] }))).data).toEqual([]);
+      expect((await admin.permissions.getRole({ role: r.id })).data.permissions).toBeUndefined();
+    });
+
+    it("400: an empty roleId names `roleId`", async () => {
+      await expectBadRequest(h, admin.permissions.setRolePermissions({ roleId: "", permissions: [] }), "roleId");
+    });
+
+    it("401 and 403 (both role-permission grants; a new slug also create_permission)", async () => {
+      const r = await role();
+      await expectAuthFailures((c) => c.permissions.setRolePermissions({ roleId: r.id, permissions: [] }));
+      await expectSdkError(
+        h,
+        (await w.client(grants)).permissions.setRolePermissions({ roleId: r.id, permissions: [uid("brand.new")] }),
+        ForbiddenErrorResponse,
+        403,
+        "err:svc:authorization:insufficient_permissions",
+      );
+    });
+
+    it("404: unknown role (NotFoundErrorResponse: the SDK declares 404 here)", async () => {
+      await expectSdkError(
+        h,
+        admin.permissions.setRolePermissions({ roleId: uid("norole"), permissions: [] }),
+        NotFoundErrorResponse,
+        404,
+        "err:svc:data:role_not_found",
+      );
     });
   });
 });

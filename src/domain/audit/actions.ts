@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   "permission.delete",
   "role.create",
   "role.delete",
+  "role.set_permissions",
   "ratelimit_namespace.create",
   "ratelimit_namespace.delete",
   "ratelimit_override.set",

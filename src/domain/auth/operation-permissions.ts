@@ -189,6 +189,10 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   "permissions.getRole": { rules: [only("rbac.*.read_role")] },
   "permissions.listRoles": { rules: [only("rbac.*.read_role")] },
   "permissions.deleteRole": { rules: [only("rbac.*.delete_role")] },
+  "permissions.setRolePermissions": {
+    rules: [only("rbac.*.add_permission_to_role"), only("rbac.*.remove_permission_from_role"), only("rbac.*.create_permission", "newPermissionSlug")],
+    note: "a set both adds and removes, so both grants are needed even for a call that does one of them (`[]` included), as keys.setPermissions",
+  },
 
   "rootKeys.createRootKey": {
     rules: [only("workspace.*.create_root_key")],

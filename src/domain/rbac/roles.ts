@@ -1,7 +1,7 @@
-// permissions.createRole, getRole, listRoles, deleteRole (docs/permissions.md,
-// "Permissions and roles of end-user keys").
+// permissions.createRole, getRole, listRoles, deleteRole, setRolePermissions
+// (docs/permissions.md, "Permissions and roles of end-user keys").
 // Roles are workspace-scoped and their names unique (case-sensitive);
-// getRole and deleteRole take an id or a name.
+// getRole, deleteRole and setRolePermissions take an id or a name.
 
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -13,12 +13,19 @@ import {
   insertMissingPermissions,
   insertRole,
   linkRolePermissions,
+  listRolePermissions,
   listRolesPage,
+  lockPermissionsBySlug,
+  lockRole,
+  type PermissionRow,
   type RoleRow,
+  replaceRolePermissions,
   roleNameTaken,
+  rolePermissionIds,
 } from "../../storage/rbac.js";
+import { ensurePermissions } from "../../storage/relations.js";
 import { transaction } from "../../storage/sql.js";
-import { audited, fieldList, writeAudit } from "../audit/audit.js";
+import { type AuditEvent, auditCreatedOnUse, audited, fieldList, writeAudit } from "../audit/audit.js";
 import { type Principal, requireAny } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -151,4 +158,88 @@ export async function deleteRole(deps: Deps, p: Principal, input: { role: string
   // Keys with the role must lose its permissions on the very next verification
   // (docs/caching.md): evict the workspace's cached key records.
   await deps.invalidate("workspace", p.workspaceId);
+}
+
+export interface SetRolePermissionsInput {
+  /** The role's id or name. */
+  roleId: string;
+  /** The complete set of the role's slugs; the missing ones are created (name = slug). */
+  permissions: readonly string[];
+}
+
+/**
+ * Replaces the role's permissions, in one transaction that holds the role's
+ * lock and writes the change's record. The rule is keys.setPermissions'
+ * (domain/keys/grants.ts): a set both adds and removes, so it needs both
+ * role-permission grants even when this call does only one, and a slug the
+ * workspace lacks also needs `rbac.*.create_permission` (403 without it, as
+ * there; never a 404). Such a slug is created first, committed on its own with
+ * its own record (auditCreatedOnUse), so a concurrent creator of the same slug
+ * finds it. Order of checks: the grants (403), the role (404), a new slug
+ * (403): a root key without the grants cannot probe which roles exist.
+ */
+export async function setRolePermissions(deps: Deps, p: Principal, input: SetRolePermissionsInput): Promise<PermissionRow[]> {
+  const now = deps.clock.now();
+  requireAny(p, rbac("add_permission_to_role"));
+  requireAny(p, rbac("remove_permission_from_role"));
+  // Slugs compare exactly, as verification compares them (see createRole).
+  const slugs = [...new Set(input.permissions)];
+  const role = await findRole(deps.pool, p.workspaceId, input.roleId);
+  if (role === undefined) throw roleNotFound();
+  for (let attempt = 1; ; attempt++) {
+    const have = await existingSlugs(deps.pool, p.workspaceId, slugs);
+    const missing = slugs.filter((s) => !have.has(s));
+    if (missing.length > 0) {
+      requireAny(p, rbac("create_permission"));
+      await ensurePermissions(deps.pool, p.workspaceId, missing, now, auditCreatedOnUse(deps, p, "permission"));
+    }
+    let done: { before: string[]; after: PermissionRow[] };
+    try {
+      done = await audited(
+        deps,
+        p,
+        async (conn) => {
+          // Deleted since it was found: the same 404, and nothing is written.
+          if (!(await lockRole(conn, p.workspaceId, role.id))) throw roleNotFound();
+          const before = await rolePermissionIds(conn, role.id);
+          const ids = await lockPermissionsBySlug(conn, p.workspaceId, slugs);
+          // A permission deleted by a concurrent deletePermission after it was
+          // ensured: roll back and ensure again, rather than answer 200 without it.
+          if (ids.length < slugs.length) {
+            if (attempt < 3) throw new PermissionVanished();
+            throw new AppError("err:svc:application:service_unavailable", "A permission was deleted while it was being given to the role; try again.");
+          }
+          await replaceRolePermissions(conn, p.workspaceId, role.id, ids, now);
+          return { before, after: await listRolePermissions(conn, role.id) };
+        },
+        ({ before, after }) => rolePermissionsEvent(role.id, before, after),
+      );
+    } catch (err) {
+      if (err instanceof PermissionVanished) continue;
+      throw err;
+    }
+    // Keys holding the role must see the change on their very next verification
+    // (docs/caching.md). Cached key records are not tagged by role, so, as
+    // deleteRole does, every key record of the workspace is evicted; a call that
+    // changed nothing leaves the caches alone.
+    if (rolePermissionsEvent(role.id, done.before, done.after) !== undefined) await deps.invalidate("workspace", p.workspaceId);
+    return done.after;
+  }
+}
+
+/** The record of a role's new permission set: the ids added and removed; none when nothing changed. */
+function rolePermissionsEvent(roleId: string, before: readonly string[], after: readonly PermissionRow[]): AuditEvent | undefined {
+  const had = new Set(before);
+  const has = new Set(after.map((x) => x.id));
+  const added = [...has].filter((id) => !had.has(id));
+  const removed = [...had].filter((id) => !has.has(id));
+  if (added.length === 0 && removed.length === 0) return undefined;
+  const count = (n: number) => `${n} permission${n === 1 ? "" : "s"}`;
+  const parts = [...(added.length > 0 ? [`added ${count(added.length)}`] : []), ...(removed.length > 0 ? [`removed ${count(removed.length)}`] : [])];
+  const text = parts.join(" and ");
+  return {
+    action: "role.set_permissions",
+    resources: [{ type: "role", id: roleId }, ...[...added, ...removed].map((id) => ({ type: "permission", id }))],
+    description: `Set the role's permissions: ${text}.`,
+  };
 }

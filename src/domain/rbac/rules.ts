@@ -3,7 +3,15 @@
 // (docs/permissions.md, "Wildcards"), so `rbac.*` and `*` do too.
 import { AppError } from "../../core/errors.js";
 
-export type RbacAction = "create_permission" | "read_permission" | "delete_permission" | "create_role" | "read_role" | "delete_role" | "add_permission_to_role";
+export type RbacAction =
+  | "create_permission"
+  | "read_permission"
+  | "delete_permission"
+  | "create_role"
+  | "read_role"
+  | "delete_role"
+  | "add_permission_to_role"
+  | "remove_permission_from_role";
 
 /** The grant an rbac operation needs; only the workspace-wide form exists. */
 export const rbac = (action: RbacAction): string[] => [`rbac.*.${action}`];
