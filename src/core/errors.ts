@@ -35,7 +35,14 @@ export type ErrorCode =
   | "err:svc:application:unexpected_error"
   | "err:svc:application:service_unavailable"
   | "err:user:conflict:idempotency_key_in_use"
-  | "err:user:unprocessable_entity:idempotency_key_reused";
+  | "err:user:unprocessable_entity:idempotency_key_reused"
+  | "err:user:bad_request:invalid_analytics_query"
+  | "err:user:bad_request:invalid_analytics_query_type"
+  | "err:user:bad_request:invalid_analytics_table"
+  | "err:user:bad_request:invalid_analytics_function"
+  | "err:user:unprocessable_entity:query_execution_timeout"
+  | "err:user:unprocessable_entity:query_result_rows_limit_exceeded"
+  | "err:svc:data:analytics_connection_failed";
 
 /** One field that failed validation. */
 export interface FieldError {

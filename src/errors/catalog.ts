@@ -3,10 +3,12 @@
 // envelope"), Connect/gRPC code, default detail and the docs URL. Adding a code
 // to ErrorCode without a row here fails typecheck.
 
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { AppError, ErrorCode, FieldError } from "../core/errors.js";
+import { badRequestOf } from "./bad-request.js";
 
 export interface Spec {
   status: number;
@@ -61,6 +63,28 @@ export const catalog = {
     Code.FailedPrecondition,
     "This Idempotency-Key was used for a different request.",
   ),
+  "err:user:bad_request:invalid_analytics_query": spec(400, "Bad Request", Code.InvalidArgument, "The analytics query is not valid SQL of the kind allowed."),
+  "err:user:bad_request:invalid_analytics_query_type": spec(
+    400,
+    "Bad Request",
+    Code.InvalidArgument,
+    "Only SELECT queries (with CTEs, subqueries and UNION) are allowed.",
+  ),
+  "err:user:bad_request:invalid_analytics_table": spec(
+    400,
+    "Bad Request",
+    Code.InvalidArgument,
+    "The query reads a table that is not one of the public analytics tables.",
+  ),
+  "err:user:bad_request:invalid_analytics_function": spec(400, "Bad Request", Code.InvalidArgument, "The query calls a function that is not allowed."),
+  "err:user:unprocessable_entity:query_execution_timeout": spec(422, "Unprocessable Entity", Code.ResourceExhausted, "The query ran longer than allowed."),
+  "err:user:unprocessable_entity:query_result_rows_limit_exceeded": spec(
+    422,
+    "Unprocessable Entity",
+    Code.ResourceExhausted,
+    "The query returns more rows than allowed; aggregate or add a LIMIT.",
+  ),
+  "err:svc:data:analytics_connection_failed": spec(503, "Service Unavailable", Code.Unavailable, "The analytics store could not be reached; try again."),
   "err:svc:application:service_unavailable": spec(503, "Service Unavailable", Code.Unavailable, "The service is temporarily unavailable; try again."),
 } satisfies Record<ErrorCode, Spec>;
 
@@ -83,8 +107,17 @@ export function errorBody(err: AppError, docsBase: string): ErrorBody {
   return body;
 }
 
-/** The same error for Connect and gRPC clients: status code, message, and an ErrorDetail with the code. */
-export function toConnectError(err: AppError, docsBase: string, requestId: string): ConnectError {
+/** A detail of an outgoing ConnectError (connect-es does not export the type). */
+type OutgoingDetail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
+
+/**
+ * The same error for Connect and gRPC clients: status code, message, and an
+ * ErrorDetail with the code. When the request's message type is known (`input`,
+ * passed by the RPC doors), its field errors also travel as the standard
+ * google.rpc.BadRequest, by proto path (errors/bad-request.ts), after the
+ * ErrorDetail: clients that read only the first detail keep reading the code.
+ */
+export function toConnectError(err: AppError, docsBase: string, requestId: string, input?: DescMessage): ConnectError {
   const s = catalog[err.code];
   const detail = create(ErrorDetailSchema, {
     code: err.code,
@@ -92,5 +125,8 @@ export function toConnectError(err: AppError, docsBase: string, requestId: strin
     requestId,
     errors: (err.errors ?? []).map((e) => ({ location: e.location, message: e.message, fix: e.fix ?? "" })),
   });
-  return new ConnectError(err.detail ?? s.detail, s.connect, undefined, [{ desc: ErrorDetailSchema, value: detail }], err);
+  const details: OutgoingDetail[] = [{ desc: ErrorDetailSchema, value: detail }];
+  const badRequest = input === undefined || err.errors === undefined ? undefined : badRequestOf(input, err.errors);
+  if (badRequest !== undefined) details.push({ desc: BadRequestSchema, value: badRequest });
+  return new ConnectError(err.detail ?? s.detail, s.connect, undefined, details, err);
 }

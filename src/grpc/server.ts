@@ -3,7 +3,8 @@
 // definitions are built from the same descriptors, messages are (de)serialised
 // with protobuf-es, and the same operations run through invokeRpc. Failures
 // carry the `err:svc:…` code in a google.rpc.Status detail
-// (grpc-status-details-bin) and, for convenience, in `error-code` metadata.
+// (grpc-status-details-bin) and, for convenience, in `error-code` metadata;
+// field errors also travel there as google.rpc.BadRequest, by proto path.
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { create, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
@@ -27,15 +28,20 @@ import { grpcOrigin } from "../transport/origin.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
 
-/** google.rpc.Status{code, message, details: [Any(keyhold.v2.ErrorDetail)]}, encoded by hand (3 fields). */
+/**
+ * google.rpc.Status{code, message, details: [Any]}, encoded by hand (3 fields),
+ * with every detail of the error in its order: keyhold.v2.ErrorDetail first,
+ * then google.rpc.BadRequest when there are field errors (errors/catalog.ts).
+ */
 function statusDetails(code: number, message: string, err: ConnectError): Buffer {
   const w = new BinaryWriter();
   w.tag(1, 0).int32(code);
   w.tag(2, 2).string(message);
-  for (const d of err.findDetails(ErrorDetailSchema)) {
+  for (const d of err.details) {
+    const [typeName, bytes] = "desc" in d ? [d.desc.typeName, toBinary(d.desc, create(d.desc, d.value))] : [d.type, d.value];
     const any = new BinaryWriter();
-    any.tag(1, 2).string(`type.googleapis.com/${ErrorDetailSchema.typeName}`);
-    any.tag(2, 2).bytes(toBinary(ErrorDetailSchema, d));
+    any.tag(1, 2).string(`type.googleapis.com/${typeName}`);
+    any.tag(2, 2).bytes(bytes);
     w.tag(3, 2).bytes(any.finish());
   }
   return Buffer.from(w.finish());
@@ -256,7 +262,7 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
       invokeRpc(
         deps,
         docsBase,
-        label,
+        m,
         request instanceof Undecodable
           ? async () => {
               throw request.error;

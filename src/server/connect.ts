@@ -163,7 +163,7 @@ function routes(deps: Deps, docsBase: string, services: ConnectService[]) {
             const res = await invokeRpc(
               deps,
               docsBase,
-              label,
+              method,
               bodyError === undefined
                 ? op
                 : async () => {
