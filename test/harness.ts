@@ -60,8 +60,8 @@ export interface Instance {
   post(path: string, body: unknown, rootKey?: string): Promise<Res>;
 }
 
-/** The statements the write-behind timers send (touchKeys, touchRootKeys, addVerificationCounts). */
-const WRITE_BEHIND = /^(UPDATE `keys` SET last_used_at_m = |UPDATE root_keys SET last_used_at_m = |INSERT INTO verification_usage )/;
+/** The statements the write-behind timers send (touchKeys, touchRootKeys, the analytics recorder's one round trip). */
+const WRITE_BEHIND = /^(UPDATE `keys` SET last_used_at_m = |UPDATE root_keys SET last_used_at_m = |START TRANSACTION;\nINSERT INTO analytics_)/;
 
 export function useHarness(): Harness {
   const h = {} as Harness;
@@ -182,12 +182,17 @@ export function useHarness(): Harness {
   };
 
   h.countQueries = async (fn) => {
+    // The analytics write-behind checks out a connection for its transaction (a
+    // checkout the filter below cannot tell from the request's own): its timer
+    // is stopped while counting, and what it holds is written first.
+    await h.deps.analytics.stop();
     queries = 0;
     counting = true;
     try {
       await fn();
     } finally {
       counting = false;
+      h.deps.analytics.start();
     }
     return queries;
   };

@@ -8,10 +8,11 @@ import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
 import type { RootKeyRecord } from "../storage/root-keys.js";
 import type { Pool } from "../storage/sql.js";
 import type { Vault } from "../storage/vault.js";
+import type { AnalyticsLimits } from "./analytics/limits.js";
+import type { AnalyticsRecorder } from "./analytics/recorder.js";
 import type { Clock } from "./clock.js";
 import type { CreditSpender } from "./keys/credits.js";
 import type { UsageRecorder } from "./keys/usage.js";
-import type { VerificationCounts } from "./keys/verification-counts.js";
 
 /** Everything the operations need, built once at start (src/server/deps.ts). */
 export interface Deps {
@@ -33,8 +34,12 @@ export interface Deps {
   usage: UsageRecorder;
   /** Root keys' last-used times, written behind like keys'. */
   rootKeyUsage: UsageRecorder;
-  /** Verification counts per key and minute, for the usage charts (written behind). */
-  counts: VerificationCounts;
+  /** Verification and rate-limit events for the analytics API and the usage charts (written behind). */
+  analytics: AnalyticsRecorder;
+  /** Recorded with every verification (KEYHOLD_REGION). */
+  region: string;
+  /** Where users' analytics queries run, and their limits. */
+  analyticsQueries: AnalyticsLimits;
   credits: CreditSpender;
   vault: Vault;
   /** Evicts cached records here at once and tells other instances. */

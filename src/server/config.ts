@@ -42,6 +42,14 @@ export interface Config {
   usageRetentionDays: number;
   /** How long audit records are kept (AUDIT_RETENTION_DAYS). */
   auditRetentionDays: number;
+  /** How long raw analytics events are kept (ANALYTICS_RAW_RETENTION_DAYS); the roll-ups stay. */
+  analyticsRawRetentionDays: number;
+  /** Longest an analytics query may run (ANALYTICS_QUERY_TIMEOUT_MS); longer answers 422. */
+  analyticsQueryTimeoutMs: number;
+  /** Most rows an analytics query may return (ANALYTICS_MAX_ROWS); more answers 422. */
+  analyticsMaxRows: number;
+  /** The `region` recorded with every verification (KEYHOLD_REGION). */
+  region: string;
   /** Dashboard sessions end after this long unused… */
   dashboardSessionIdleMs: number;
   /** …or this long after sign-in. */
@@ -196,6 +204,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     ratelimitWhenRedisDown: whenDown as Config["ratelimitWhenRedisDown"],
     usageRetentionDays: int("USAGE_RETENTION_DAYS", 90, 1, 3_650),
     auditRetentionDays: int("AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+    analyticsRawRetentionDays: int("ANALYTICS_RAW_RETENTION_DAYS", 30, 1, 3_650),
+    analyticsQueryTimeoutMs: int("ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 100, 600_000),
+    analyticsMaxRows: int("ANALYTICS_MAX_ROWS", 10_000, 1, 1_000_000),
+    region: (env.KEYHOLD_REGION ?? "").trim().slice(0, 64) || "local",
     dashboardSessionIdleMs: int("DASHBOARD_SESSION_IDLE_MS", 12 * 3_600_000, 60_000, 30 * 86_400_000),
     dashboardSessionMaxMs: int("DASHBOARD_SESSION_MAX_MS", 7 * 86_400_000, 60_000, 90 * 86_400_000),
     dashboardCookieSecure: COOKIE_SECURE[cookieSecure] ?? "auto",

@@ -3,13 +3,16 @@ import { Invalidations } from "../cache/invalidation.js";
 import { RecordCache } from "../cache/verification-cache.js";
 import type { Logger } from "../core/logger.js";
 import { type KeyRecord, keyRecordSize } from "../core/records.js";
+import { AnalyticsRecorder } from "../domain/analytics/recorder.js";
+import { sweepRawAnalytics } from "../domain/analytics/retention.js";
 import { sweepAuditLog } from "../domain/audit/retention.js";
 import { type Clock, systemClock } from "../domain/clock.js";
 import type { Deps } from "../domain/deps.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
-import { VerificationCounts } from "../domain/keys/verification-counts.js";
+import { writeAnalytics } from "../storage/analytics.js";
 import type { ApiRow } from "../storage/apis.js";
+import { analyticsPoolOf } from "../storage/db.js";
 import { touchKeys } from "../storage/keys.js";
 import { type Limiter, MemoryLimiter } from "../storage/memory-limiter.js";
 import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
@@ -17,7 +20,7 @@ import { RedisLimiter } from "../storage/redis-limiter.js";
 import { type RootKeyRecord, touchRootKeys } from "../storage/root-keys.js";
 import type { Pool } from "../storage/sql.js";
 import { observeStatements } from "../storage/sql.js";
-import { addVerificationCounts, sweepVerificationUsage } from "../storage/usage.js";
+import { sweepVerificationUsage } from "../storage/usage.js";
 import { DatabaseVault } from "../storage/vault.js";
 import { metricsOf } from "../transport/metrics.js";
 import type { Config } from "./config.js";
@@ -32,6 +35,13 @@ export interface Runtime {
 }
 
 const USAGE_SWEEP_EVERY_MS = 15 * 60_000;
+
+/** Users' analytics queries never run on the API's pool (its connections accept several statements a query). */
+function readOnlyPool(pool: Pool): Pool {
+  const p = analyticsPoolOf(pool);
+  if (p === undefined) throw new Error("the database was not opened by openDatabase: no pool for analytics queries");
+  return p;
+}
 
 export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock): Runtime {
   const cacheOpts = {
@@ -91,16 +101,19 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     (err) => log.warn({ err }, "could not record root key usage"),
   );
   rootKeyUsage.start();
-  const counts = new VerificationCounts(
-    (rows) => addVerificationCounts(pool, rows),
-    (err, pendingRows) => log.warn({ err, pendingRows }, "could not write verification counts; they are kept for the next try"),
-    { onDrop: (dropped) => log.warn({ dropped }, "verification counts dropped: too many rows waiting for the database") },
+  const analytics = new AnalyticsRecorder(
+    (verifications, ratelimits) => writeAnalytics(pool, verifications, ratelimits),
+    (err, pending) => log.warn({ err, pending }, "could not write analytics events; they are kept for the next try"),
+    { onDrop: (dropped) => log.warn({ dropped }, "analytics events dropped: too many waiting for the database") },
   );
-  counts.start();
+  analytics.start();
   // Old counts are deleted now and then, by every instance (a sweep with nothing to do is one cheap statement).
   const sweepUsage = setInterval(() => {
     const before = clock.now() - config.usageRetentionDays * 86_400_000;
     sweepVerificationUsage(pool, before).catch((err: unknown) => log.warn({ err }, "could not delete old verification counts"));
+    sweepRawAnalytics(pool, clock.now() - config.analyticsRawRetentionDays * 86_400_000, log).catch((err: unknown) =>
+      log.warn({ err }, "could not delete old analytics events"),
+    );
   }, USAGE_SWEEP_EVERY_MS);
   sweepUsage.unref();
   let sweepingAudit = false;
@@ -136,7 +149,9 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     limiter,
     usage,
     rootKeyUsage,
-    counts,
+    analytics,
+    region: config.region,
+    analyticsQueries: { pool: readOnlyPool(pool), timeoutMs: config.analyticsQueryTimeoutMs, maxRows: config.analyticsMaxRows },
     credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadKeyring(config, log), log),
     invalidate: (kind, id) => invalidations.publish(kind, id),
@@ -145,7 +160,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   };
   const metrics = metricsOf(deps);
   metrics.watch(deps, pool, config.redisUrl !== undefined);
-  metrics.watchCounts(counts);
+  metrics.watchAnalytics(analytics);
   observeStatements((seconds, ok) => metrics.statement(seconds, ok));
   return {
     deps,
@@ -157,7 +172,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       clearTimeout(firstAuditSweep);
       await usage.stop();
       await rootKeyUsage.stop();
-      await counts.stop();
+      await analytics.stop();
       await limiter.close();
     },
     degraded,

@@ -171,14 +171,40 @@ export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTim
   });
   const hostNames = bases.map((b) => b.socketPath ?? `${b.host}:${b.port}`);
   const pool = pools.length === 1 ? (pools[0] as Pool) : failoverPool(pools, hostNames, log);
+  const analytics = analyticsPool({ ...common, ...(bases[0] as PoolOptions), database, connectTimeout: timeouts.connectTimeoutMs });
+  readOnlyPools.set(pool, analytics);
   return {
     pool,
     description,
     async close() {
-      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+      await Promise.all([...pools, analytics].map((p) => p.end().catch(() => undefined)));
       await server?.stop();
     },
   };
+}
+
+const readOnlyPools = new WeakMap<Pool, Pool>();
+
+/** The pool for users' analytics queries that goes with a pool openDatabase made. */
+export function analyticsPoolOf(pool: Pool): Pool | undefined {
+  return readOnlyPools.get(pool);
+}
+
+/**
+ * Users' analytics queries (compiled by src/storage/analytics-sql/query.ts) run on
+ * connections of their own: one statement per query (no multipleStatements,
+ * whatever the compiler let through), sessions read-only and in UTC, DECIMAL
+ * sums as numbers, and at most 4 at a time so they cannot take the pool the
+ * API needs. On a cluster they go to the first node listed.
+ */
+function analyticsPool(options: PoolOptions): Pool {
+  const pool = mysql.createPool({ ...options, multipleStatements: false, decimalNumbers: true, connectionLimit: 4, maxIdle: 4 });
+  pool.on("connection", (conn) => {
+    const c = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
+    c.query("SET SESSION time_zone = '+00:00'", () => undefined);
+    c.query("SET SESSION TRANSACTION READ ONLY", () => undefined);
+  });
+  return pool;
 }
 
 /** Errors that mean nothing reached the server: the statement can go to another node as it is. */

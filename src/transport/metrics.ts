@@ -11,8 +11,8 @@ interface CacheFigures {
   readonly size: number;
 }
 
+import type { AnalyticsRecorder } from "../domain/analytics/recorder.js";
 import type { Deps } from "../domain/deps.js";
-import type { VerificationCounts } from "../domain/keys/verification-counts.js";
 import { type Pool, poolFigures } from "../storage/db.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -140,24 +140,24 @@ export class Metrics {
     });
   }
 
-  /** The usage charts' write-behind, read at scrape time. */
-  watchCounts(counts: Pick<VerificationCounts, "pendingRows" | "dropped">): void {
+  /** The analytics write-behind (the analytics API and the usage charts), read at scrape time. */
+  watchAnalytics(analytics: Pick<AnalyticsRecorder, "pendingRows" | "dropped">): void {
     const registers = [this.registry];
     new Gauge({
-      name: "keyhold_usage_pending_buckets",
-      help: "Verification-count rows (key or API, minute, outcome) held in memory, waiting to be written.",
+      name: "keyhold_analytics_pending_events",
+      help: "Verification and rate-limit events held in memory, waiting to be written to the analytics tables.",
       registers,
       collect() {
-        this.set(counts.pendingRows);
+        this.set(analytics.pendingRows);
       },
     });
     new Counter({
-      name: "keyhold_usage_dropped_total",
-      help: "Counts left out of the usage charts because too many rows were waiting to be written (a verification of a key counts on the key and on its API).",
+      name: "keyhold_analytics_dropped_total",
+      help: "Events left out of analytics because too many were waiting to be written (the database unreachable for long).",
       registers,
       collect() {
         this.reset();
-        this.inc(counts.dropped);
+        this.inc(analytics.dropped);
       },
     });
   }

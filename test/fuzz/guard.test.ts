@@ -24,13 +24,20 @@ describe("DataGuard", () => {
     expect(changed.sort()).toEqual(["apis", "audit_log_resources", "audit_logs", "key_auth"]);
   });
 
-  it("sees an in-place update of one column (a last-used time written behind) and a usage count", async () => {
+  it("sees an in-place update of one column (a last-used time written behind) and the verification's analytics rows", async () => {
     const k = await key(h, rk, await api(h, rk));
     const { changed } = await guard.run(
       () => h.post("/v2/keys.verifyKey", { key: k.key }, rk),
       () => true,
     );
-    expect(changed.sort()).toEqual(["keys", "verification_usage"]);
+    expect(changed.sort()).toEqual([
+      "analytics_verifications",
+      "analytics_verifications_per_day",
+      "analytics_verifications_per_hour",
+      "analytics_verifications_per_minute",
+      "analytics_verifications_per_month",
+      "keys",
+    ]);
   });
 
   it("reports nothing for reads, or for an answer that was not a refusal", async () => {

@@ -157,14 +157,14 @@ export class DataGuard {
    */
   async run<T>(send: () => Promise<T>, refused: (result: T) => boolean): Promise<{ result: T; changed: string[] }> {
     await this.h.deps.usage.flush();
-    await this.h.deps.counts.flush();
+    await this.h.deps.analytics.flush();
     await this.h.deps.rootKeyUsage.flush();
     await this.conn.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
     try {
       this.writes = 0;
       const result = await send();
       await this.h.deps.usage.flush();
-      await this.h.deps.counts.flush();
+      await this.h.deps.analytics.flush();
       await this.h.deps.rootKeyUsage.flush();
       if (this.writes === 0 || !refused(result)) return { result, changed: [] };
       const before = await this.digest();

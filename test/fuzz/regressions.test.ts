@@ -61,7 +61,7 @@ describe("bad-input regressions", () => {
     const k = await key(h, rk, apiId);
     const lastUsed = async () => {
       await h.deps.usage.flush();
-      await h.deps.counts.flush();
+      await h.deps.analytics.flush();
       await h.deps.rootKeyUsage.flush();
       return count(h, "SELECT last_used_at_m AS n FROM `keys` WHERE id = ?", [k.keyId]);
     };

@@ -12,7 +12,7 @@ describe("verification cache", () => {
   const h = useHarness();
 
   /** Usage (last-used) writes sit behind a 1 s timer: flush them so they do not land in a counted window. */
-  const settle = () => Promise.all([h.deps.usage.flush(), h.deps.rootKeyUsage.flush(), h.deps.counts.flush()]);
+  const settle = () => Promise.all([h.deps.usage.flush(), h.deps.rootKeyUsage.flush(), h.deps.analytics.flush()]);
 
   it("a hot key verification makes zero SQL statements (root key and key both cached)", async () => {
     const apiId = await createApi(h);

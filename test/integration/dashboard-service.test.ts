@@ -156,7 +156,7 @@ describe("DashboardService with an operator session", () => {
     for (let i = 0; i < 3; i++) expect((await h.post("/v2/keys.verifyKey", { key }, admin)).body.data.code).toBe("VALID");
     await h.post("/v2/keys.updateKey", { keyId, enabled: false }, admin);
     expect((await h.post("/v2/keys.verifyKey", { key }, admin)).body.data.code).toBe("DISABLED");
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
 
     const range = { workspaceId: h.workspaceId, from: BigInt(start - 60_000), to: BigInt(Date.now() + 60_000), granularity: Granularity.HOUR };

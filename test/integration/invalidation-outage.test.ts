@@ -53,7 +53,7 @@ describe("invalidation log outage", () => {
     const k = (await h.post("/v2/keys.createKey", { apiId }, rk)).body.data;
     await h.post("/v2/keys.verifyKey", { key: k.key }, rk);
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     expect(await h.countQueries(async () => void (await h.post("/v2/keys.verifyKey", { key: k.key }, rk)))).toBe(0);
     h.deps.keyCache.bypass = true;

@@ -248,7 +248,7 @@ export type VerifyKeyRequest = Message<"keyhold.v2.VerifyKeyRequest"> & {
   ratelimits: VerifyKeyRatelimit[];
 
   /**
-   * Analytics tags (accepted, not stored).
+   * Analytics tags, stored with the verification (analytics.getVerifications). A tag holding the key is refused.
    *
    * @generated from field: repeated string tags = 5;
    */

@@ -60,6 +60,14 @@ const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
  */
 function validate(input: VerifyKeyInput): void {
   let v: Validator | undefined;
+  // Tags are stored and read back by anyone with read_analytics: a tag holding
+  // the key would put a working secret in the analytics tables.
+  input.tags.forEach((t, i) => {
+    if (input.key.length >= 8 && t.includes(input.key)) {
+      v ??= new Validator();
+      v.add(`tags[${i}]`, `tags[${i}] contains the key being verified; tags are stored for analytics and must never hold a secret.`);
+    }
+  });
   input.ratelimits.forEach((r, i) => {
     if (r.limit === undefined || r.duration === undefined) return;
     v ??= new Validator();
@@ -81,7 +89,20 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
   if (key === undefined || key.workspaceId !== p.workspaceId || !holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) {
-    deps.counts.recordWorkspace(p.workspaceId, deps.clock.now(), "NOT_FOUND");
+    deps.analytics.verification({
+      requestId: p.origin?.requestId ?? "",
+      time: deps.clock.now(),
+      workspaceId: p.workspaceId,
+      keySpaceId: "",
+      apiId: "",
+      keyId: "",
+      identityId: "",
+      externalId: "",
+      outcome: "NOT_FOUND",
+      region: deps.region,
+      tags: input.tags,
+      spentCredits: 0,
+    });
     return NOT_FOUND;
   }
 
@@ -91,9 +112,27 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
 
   const now = deps.clock.now();
   // Every outcome counts as a use; a request refused with an error (an unknown rate limit, 412) does not.
-  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[] = []): VerifyOutcome => {
+  const result = (
+    code: Exclude<VerifyCode, "NOT_FOUND">,
+    credits: number | undefined,
+    ratelimits: RatelimitOutcome[] = [],
+    spentCredits = 0,
+  ): VerifyOutcome => {
     deps.usage.record(key.id, now);
-    deps.counts.recordKey(key.workspaceId, key.apiId, key.id, now, code);
+    deps.analytics.verification({
+      requestId: p.origin?.requestId ?? "",
+      time: now,
+      workspaceId: key.workspaceId,
+      keySpaceId: key.keyAuthId,
+      apiId: key.apiId,
+      keyId: key.id,
+      identityId: key.identity?.id ?? "",
+      externalId: key.identity?.externalId ?? "",
+      outcome: code,
+      region: deps.region,
+      tags: input.tags,
+      spentCredits,
+    });
     return { valid: code === "VALID", code, key, credits, ratelimits };
   };
 
@@ -139,7 +178,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
     return result("VALID", remaining, outcomes);
   }
   const spent = await deps.credits.spend(key.id, cost);
-  if (spent.ok) return result("VALID", spent.remaining, outcomes);
+  if (spent.ok) return result("VALID", spent.remaining, outcomes, spent.remaining === undefined ? 0 : cost);
   // No balance at all means the key became unlimited since it was cached.
   if (spent.remaining === undefined) return result("VALID", undefined, outcomes);
   return result("USAGE_EXCEEDED", spent.remaining, outcomes);

@@ -43,6 +43,7 @@ async function overrideCandidates(deps: Deps, namespaceId: string, identifier: s
 
 interface Planned {
   input: LimitInput;
+  namespaceId: string;
   check: LimitCheck;
   overrideId: string | undefined;
 }
@@ -70,25 +71,41 @@ async function plan(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Pr
         duration: override?.duration ?? input.duration,
         cost: input.cost ?? 1,
       };
-      return { input, check, overrideId: override?.id };
+      return { input, namespaceId: ns.id, check, overrideId: override?.id };
     }),
   );
+}
+
+/** One analytics event per check (ratelimits_v1), written behind. */
+function recordChecks(deps: Deps, p: Principal, now: number, checks: ReadonlyArray<{ namespaceId: string; identifier: string; passed: boolean }>): void {
+  for (const c of checks)
+    deps.analytics.ratelimit({
+      requestId: p.origin?.requestId ?? "",
+      time: now,
+      workspaceId: p.workspaceId,
+      namespaceId: c.namespaceId,
+      identifier: c.identifier,
+      passed: c.passed,
+    });
 }
 
 export async function limit(deps: Deps, p: Principal, input: LimitInput): Promise<LimitOutcome> {
   const [planned] = await plan(deps, p, [input]);
   if (planned === undefined) throw new Error("no check planned");
-  const [r] = await deps.limiter.check([planned.check], deps.clock.now());
+  const now = deps.clock.now();
+  const [r] = await deps.limiter.check([planned.check], now);
   if (r === undefined) throw new Error("the limiter returned no result");
+  recordChecks(deps, p, now, [{ namespaceId: planned.namespaceId, identifier: input.identifier, passed: r.passed }]);
   return { limit: planned.check.limit, remaining: r.passed ? r.remaining : 0, reset: r.reset, success: r.passed, overrideId: planned.overrideId };
 }
 
 /** All or nothing: when any check fails, no counter is consumed (the limiter's batch rule). */
 export async function multiLimit(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Promise<MultiLimitOutcome> {
   const planned = await plan(deps, p, inputs);
+  const now = deps.clock.now();
   const results = await deps.limiter.check(
     planned.map((x) => x.check),
-    deps.clock.now(),
+    now,
   );
   const limits = planned.map((x, i) => {
     const r = results[i];
@@ -103,5 +120,11 @@ export async function multiLimit(deps: Deps, p: Principal, inputs: readonly Limi
       overrideId: x.overrideId,
     };
   });
+  recordChecks(
+    deps,
+    p,
+    now,
+    limits.map((l, i) => ({ namespaceId: (planned[i] as Planned).namespaceId, identifier: l.identifier, passed: l.passed })),
+  );
   return { passed: limits.every((l) => l.passed), limits };
 }

@@ -96,7 +96,7 @@ describe("keys.getKey 200", () => {
     const before = Date.now();
     await verifyKey(h, key);
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     const used = expectOk(await getKey(h, keyId)).lastUsedAt;
     expect(used).toBeTypeOf("number");

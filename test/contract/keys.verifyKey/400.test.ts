@@ -36,6 +36,19 @@ describe("keys.verifyKey 400", () => {
     expectInvalid(h, await h.post("/v2/keys.verifyKey", body, await admin(h)), field);
   });
 
+  // Tags are stored for analytics and read back by anyone with read_analytics: never the key.
+  it.each([
+    ["the key itself", (key: string) => [key]],
+    ["the key inside a longer tag, after a valid one", (key: string) => ["path=/v1", `auth=${key}`]],
+  ])("a tag holding %s -> 400 naming the tag", async (_label, tags) => {
+    const apiId = await createApi(h);
+    const { key } = await createKey(h, apiId);
+    const t = tags(key);
+    const res = await h.post("/v2/keys.verifyKey", { key, tags: t }, await admin(h));
+    expectInvalid(h, res, `tags[${t.length - 1}]`);
+    expect(JSON.stringify(res.body)).not.toContain(key);
+  });
+
   it.each([
     ["an operator at the end", "documents.read AND"],
     ["an operator at the start", "OR documents.read"],
