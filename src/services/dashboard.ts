@@ -14,7 +14,7 @@ import { operatorPrincipal } from "../domain/operators/principal.js";
 import { createOperatorWorkspace, listOperatorWorkspaces, memberWorkspace } from "../domain/operators/workspaces.js";
 import { createNamespace, deleteNamespace, listNamespaces } from "../domain/ratelimit/namespace-admin.js";
 import { Validator } from "../domain/validate.js";
-import type { UsageGranularity } from "../storage/usage.js";
+import type { UsageGranularity } from "../storage/analytics-usage.js";
 import { toAuditLog } from "./audit-logs.js";
 import { toKeyResponse } from "./mappers.js";
 import { toRootKeyData } from "./root-keys.js";

@@ -3,7 +3,8 @@
 // CLI signs in, creates a workspace and a root key; the test uses that root key
 // with fetch on the JSON /v2 API to create an API and keys, verifies one; the
 // browser finds the key, disables it, a verification then says DISABLED, and the
-// usage chart's totals move once the counts are written behind; the root key's
+// usage chart's totals move once the counts are written behind, and its range
+// buttons show the last hour, day, 7 and 30 days; the root key's
 // last use shows once written behind too; identities get rate limits; namespaces
 // are listed, opened, created and deleted; a root key made with an expiry is
 // disabled, enabled, rotated with a grace period and given new grants, each change
@@ -22,6 +23,7 @@ import { services } from "../../src/server/registry.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 import { ensureBuilt, ROOT, type ServerProcess, startServer } from "../server-process.js";
+import { insertRollupRows } from "../usage-rollups.js";
 import { browserTestsRun, openWatchedPage, requireChromium } from "./chromium.js";
 
 const RESULTS = path.join(ROOT, "test-results");
@@ -315,6 +317,68 @@ describe.runIf(browserTestsRun("/dashboard"))("dashboard at /dashboard", () => {
     await expect.poll(before, { timeout: 20_000, interval: 1_000 }).toEqual({ VALID: 3, DISABLED: 3, total: 6 });
     expect(await page.locator("svg.chart rect").count()).toBeGreaterThan(0);
     await shot("key");
+  });
+
+  it("offers the last hour, day, 7 days and 30 days of the key's usage", { timeout: 60_000 }, async () => {
+    // Older verifications cannot be made now: they are put into the roll-ups the
+    // recorder writes (hour and day, which the longer ranges read), each where it
+    // shows in some ranges and not in others.
+    const [found] = await h.db.pool.query("SELECT workspace_id, key_auth_id FROM `keys` WHERE id = ?", [keyId]);
+    const { workspace_id: workspaceId, key_auth_id: keySpaceId } = (found as Array<{ workspace_id: string; key_auth_id: string }>)[0] ?? {};
+    const row = (time: number, outcome: string, count: number) => ({
+      time,
+      workspaceId: String(workspaceId),
+      keySpaceId: String(keySpaceId),
+      apiId,
+      keyId,
+      outcome,
+      count,
+    });
+    const now = Date.now();
+    const hourOf = (t: number) => t - (t % HOUR);
+    const dayOf = (t: number) => t - (t % DAY);
+    await insertRollupRows(h.db.pool, "hour", [row(hourOf(now - 5 * HOUR), "RATE_LIMITED", 4), row(hourOf(now - 3 * DAY), "EXPIRED", 2)]);
+    await insertRollupRows(h.db.pool, "day", [
+      row(dayOf(now - 5 * HOUR), "RATE_LIMITED", 4),
+      row(dayOf(now - 3 * DAY), "EXPIRED", 2),
+      row(dayOf(now - 20 * DAY), "USAGE_EXCEEDED", 5),
+    ]);
+
+    const ranges = page.getByRole("group", { name: "Time range" });
+    const chart = page.locator("svg.chart");
+    // The verifications made above (last hour: 3 VALID, 3 DISABLED) are in every range.
+    const made = { VALID: 3, DISABLED: 3 };
+    const cases = [
+      {
+        button: "Last day",
+        heading: "Verifications, last day",
+        label: /^Verifications per hour over the last day;/,
+        totals: { ...made, RATE_LIMITED: 4, total: 10 },
+      },
+      {
+        button: "Last 7 days",
+        heading: "Verifications, last 7 days",
+        label: /^Verifications per hour over the last 7 days;/,
+        totals: { ...made, RATE_LIMITED: 4, EXPIRED: 2, total: 12 },
+      },
+      {
+        button: "Last 30 days",
+        heading: "Verifications, last 30 days",
+        label: /^Verifications per day over the last 30 days;/,
+        totals: { ...made, RATE_LIMITED: 4, EXPIRED: 2, USAGE_EXCEEDED: 5, total: 17 },
+      },
+      { button: "Last hour", heading: "Verifications, last hour", label: /^Verifications per minute over the last hour;/, totals: { ...made, total: 6 } },
+    ];
+    expect(await ranges.getByRole("button", { name: "Last hour" }).getAttribute("aria-pressed")).toBe("true");
+    for (const c of cases) {
+      await ranges.getByRole("button", { name: c.button }).click();
+      await page.getByRole("heading", { name: c.heading, exact: true }).waitFor();
+      expect(await ranges.getByRole("button", { name: c.button }).getAttribute("aria-pressed")).toBe("true");
+      expect(await ranges.getByRole("button", { pressed: true }).count()).toBe(1);
+      await expect.poll(() => chart.getAttribute("aria-label"), UI).toMatch(c.label);
+      await expect.poll(legend, UI).toEqual(c.totals);
+      if (c.button === "Last 7 days") await shot("usage-ranges");
+    }
   });
 
   it("shows the API's usage and deletes the API after asking", async () => {

@@ -1,10 +1,13 @@
-// Usage counts for the dashboard's charts: verifications are counted per key,
-// API and workspace by minute and outcome, written behind (never by the verify
-// path itself), kept through a failed write, and read back per workspace only.
+// Usage counts for the dashboard's charts, from verifications to the chart's
+// query: the analytics recorder writes them behind (never the verify path
+// itself) into the analytics roll-ups, and the charts read them back per key,
+// API and workspace by minute, hour and day, within the workspace only. The
+// roll-ups read alone, rows put in by hand, are in usage-rollups.test.ts.
 import { beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../../src/core/errors.js";
 import { queryUsage } from "../../src/domain/keys/usage-query.js";
-import { sweepVerificationUsage, type UsagePoint } from "../../src/storage/usage.js";
+import type { UsagePoint } from "../../src/storage/analytics-usage.js";
+import { sweepVerificationUsage } from "../../src/storage/usage.js";
 import { ensureWorkspace } from "../../src/storage/workspaces.js";
 import { api, key, verify, withClock } from "../fixtures.js";
 import { useHarness } from "../harness.js";
@@ -58,8 +61,7 @@ describe("verification usage counts", () => {
       expect(await code(keys.plain.key)).toBe("VALID");
       expect(await code(keys.disabled.key)).toBe("DISABLED");
     });
-    await h.deps.counts.flush();
-    await h.deps.rootKeyUsage.flush();
+    await h.deps.analytics.flush();
   });
 
   it("per API by minute: every outcome of every key of the API, exactly", async () => {
@@ -129,8 +131,7 @@ describe("verification usage counts", () => {
       // Our key, verified with the other workspace's root key: NOT_FOUND there, nothing here.
       expect((await verify(h, otherRk, keys.plain.key)).code).toBe("NOT_FOUND");
     });
-    await h.deps.counts.flush();
-    await h.deps.rootKeyUsage.flush();
+    await h.deps.analytics.flush();
     expect(await usage({ apiId: otherApi })).toEqual([]);
     expect(await usage({ keyId: otherKey.keyId })).toEqual([]);
     expect(await usage({ keyId: keys.plain.keyId, to: T0 + MIN })).toEqual([p(T0, "VALID", 2)]);
@@ -140,39 +141,12 @@ describe("verification usage counts", () => {
     expect(await usage({ workspaceId: otherWs, apiId })).toEqual([]);
   });
 
-  it("counts survive a failed write: kept in memory and written by the next flush", async () => {
-    const k = await key(h, rk, apiId);
-    await h.db.pool.query("RENAME TABLE verification_usage TO verification_usage_away");
-    try {
-      await at(T0 + 3 * MIN, async () => {
-        for (let i = 0; i < 3; i++) expect(await code(k.key)).toBe("VALID");
-      });
-      await h.deps.counts.flush();
-      await h.deps.rootKeyUsage.flush();
-      expect(h.deps.counts.pendingRows).toBe(2);
-      await at(T0 + 3 * MIN, async () => expect(await code(k.key)).toBe("VALID"));
-      await h.deps.counts.flush();
-      await h.deps.rootKeyUsage.flush();
-      expect(h.deps.counts.pendingRows).toBe(2);
-      const metrics = (await h.app.inject({ method: "GET", url: "/metrics" })).body;
-      expect(metrics).toMatch(/^keyhold_usage_pending_buckets 2$/m);
-      expect(metrics).toMatch(/^keyhold_usage_dropped_total 0$/m);
-    } finally {
-      await h.db.pool.query("RENAME TABLE verification_usage_away TO verification_usage");
-    }
-    await h.deps.counts.flush();
-    await h.deps.rootKeyUsage.flush();
-    expect(h.deps.counts.pendingRows).toBe(0);
-    expect(await usage({ keyId: k.keyId })).toEqual([p(T0 + 3 * MIN, "VALID", 4)]);
-    expect(await usage({ apiId, from: T0 + 3 * MIN, to: T0 + 4 * MIN })).toEqual([p(T0 + 3 * MIN, "VALID", 4)]);
-  });
-
   it("a hot verification runs no SQL statement for its counts", async () => {
     const k = await key(h, rk, apiId);
     await verify(h, rk, k.key); // caches the key
     // Nothing left behind the timers, so they write nothing while counting.
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     let data: { code?: string } = {};
     const n = await h.countQueries(async () => {
@@ -180,8 +154,7 @@ describe("verification usage counts", () => {
     });
     expect(data.code).toBe("VALID");
     expect(n).toBe(0);
-    await h.deps.counts.flush();
-    await h.deps.rootKeyUsage.flush();
+    await h.deps.analytics.flush();
     const now = Date.now();
     const mine = await queryUsage(h.db.pool, { workspaceId: h.workspaceId, keyId: k.keyId, from: now - 10 * MIN, to: now + MIN, granularity: "hour" });
     // The warm-up and the counted verification.
@@ -205,15 +178,28 @@ describe("verification usage counts", () => {
     await invalid({ granularity: "week" as "day" }, "body.granularity", /minute, hour, day/);
   });
 
-  it("the retention sweep deletes only minutes older than its limit, in batches", async () => {
-    // Before T0's second minute: 7 key rows, 5 API totals and a NOT_FOUND here; a key, its API and a NOT_FOUND in the other workspace.
-    expect(await sweepVerificationUsage(h.db.pool, T0 + MIN, 5)).toBe(16);
-    expect(await usage({ apiId })).toEqual([
-      p(T0 + MIN, "VALID", 2),
-      p(T0 + 3 * MIN, "VALID", 4),
-      p(T0 + HOUR + 30 * MIN, "DISABLED", 1),
-      p(T0 + HOUR + 30 * MIN, "VALID", 1),
+  // The old table is no longer written (see src/storage/usage.ts); its sweep still
+  // empties it on upgraded databases, checked here on rows put in by hand.
+  it("verification_usage's retention sweep deletes only minutes older than its limit, in batches", async () => {
+    const row = (keyId: string, bucketStart: number) => ({ workspaceId: "ws_sweep", apiId: "api_sweep", keyId, bucketStart, outcome: "VALID", count: 1 });
+    // All before the verifications above, so the sweep's count is these rows' alone.
+    const limit = T0 - HOUR;
+    const old = Array.from({ length: 16 }, (_, i) => row(`key_old_${i}`, limit - MIN - (i % 4) * MIN));
+    const kept = [row("key_kept", limit), row("key_kept", limit + MIN)];
+    const rows = [...old, ...kept];
+    await h.db.pool.query(
+      `INSERT INTO verification_usage (workspace_id, api_id, key_id, bucket_start_m, outcome, count) VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+      rows.flatMap((r) => [r.workspaceId, r.apiId, r.keyId, r.bucketStart, r.outcome, r.count]),
+    );
+    const left = async () => {
+      const [found] = await h.db.pool.query("SELECT key_id, bucket_start_m FROM verification_usage WHERE workspace_id = 'ws_sweep' ORDER BY bucket_start_m");
+      return (found as Array<{ key_id: string; bucket_start_m: number | string }>).map((r) => [r.key_id, Number(r.bucket_start_m)]);
+    };
+    expect(await sweepVerificationUsage(h.db.pool, limit, 5)).toBe(16);
+    expect(await left()).toEqual([
+      ["key_kept", limit],
+      ["key_kept", limit + MIN],
     ]);
-    expect(await sweepVerificationUsage(h.db.pool, T0 + MIN)).toBe(0);
+    expect(await sweepVerificationUsage(h.db.pool, limit)).toBe(0);
   });
 });

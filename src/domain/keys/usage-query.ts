@@ -1,8 +1,9 @@
-// The usage charts' query: verifications over time by outcome (storage/usage.ts
-// reads them), once the range asked for is one this may answer.
+// The usage charts' query: verifications over time by outcome (read from the
+// analytics roll-ups by storage/analytics-usage.ts), once the range asked for is
+// one this may answer.
 
+import { GRANULARITY_MS, MAX_USAGE_BUCKETS, readUsage, type UsageGranularity, type UsagePoint } from "../../storage/analytics-usage.js";
 import type { Queryable } from "../../storage/sql.js";
-import { GRANULARITY_MS, MAX_USAGE_BUCKETS, readUsage, type UsageGranularity, type UsagePoint } from "../../storage/usage.js";
 import { Validator } from "../validate.js";
 
 export interface UsageQuery {

@@ -1,0 +1,90 @@
+// The dashboard's usage charts (DashboardService.GetUsage), read from the
+// analytics roll-ups of migrations/0009_analytics.sql: the same counts the
+// analytics API answers from, so the charts and analytics.getVerifications
+// cannot disagree. The roll-ups are written by the analytics recorder; this
+// module only reads them.
+import { type Queryable, rows } from "./sql.js";
+
+export type UsageGranularity = "minute" | "hour" | "day";
+
+export interface UsagePoint {
+  /** Start of the bucket, unix ms, aligned to the granularity in UTC. */
+  time: number;
+  outcome: string;
+  count: number;
+}
+
+export const GRANULARITY_MS: Record<UsageGranularity, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
+/** Most buckets one query may span: a day of minutes, two months of hours, four years of days. */
+export const MAX_USAGE_BUCKETS = 1_440;
+
+// Each granularity has a roll-up whose buckets are exactly that wide, so a
+// bucket's row is read as it is, never summed across widths. Table names are
+// these constants, never the caller's text.
+const ROLLUP: Record<UsageGranularity, string> = {
+  minute: "analytics_verifications_per_minute",
+  hour: "analytics_verifications_per_hour",
+  day: "analytics_verifications_per_day",
+};
+
+/**
+ * Verifications over time by outcome, summed per bucket of the granularity: of
+ * one key (keyId), of one API (apiId: every row of its key space), or of the
+ * whole workspace (neither: every row, NOT_FOUND included). Always within the
+ * workspace. `from` and `to` (unix ms, `to` exclusive) are widened to whole
+ * buckets; buckets without verifications are left out. Points are sorted by
+ * time, then outcome. The range is checked by the caller (domain/keys/usage-query.ts).
+ */
+export async function readUsage(
+  db: Queryable,
+  q: { workspaceId: string; apiId?: string | undefined; keyId?: string | undefined; from: number; to: number; granularity: UsageGranularity },
+): Promise<UsagePoint[]> {
+  const gran = GRANULARITY_MS[q.granularity];
+  const from = Math.floor(q.from / gran) * gran;
+  const to = Math.ceil(q.to / gran) * gran;
+  // The caller checks for whole unix ms, not for times a DATETIME holds: a range
+  // that starts past them has nothing counted in it, and one that ends past them
+  // has no end to write (and needs none).
+  if (from >= DATETIME_END) return [];
+  const where = ["workspace_id = ?"];
+  const params: string[] = [q.workspaceId];
+  if (q.apiId !== undefined) {
+    // The roll-ups know an API by its key space. The lookup is scoped to the
+    // workspace too: another workspace's API id finds no key space (NULL), and
+    // `= NULL` matches no row. Deleted APIs keep their key space, and their history.
+    where.push("key_space_id = (SELECT key_auth_id FROM apis WHERE id = ? AND workspace_id = ?)");
+    params.push(q.apiId, q.workspaceId);
+  }
+  // '' is the key of NOT_FOUND rows: an empty id asks for no key, not for those.
+  if (q.keyId !== undefined && q.keyId !== "") {
+    // By id alone, not through the key's key space: a key deleted for good has
+    // no row left to look its key space up in, and its history still counts.
+    where.push("key_id = ?");
+    params.push(q.keyId);
+  }
+  where.push("`time` >= ?");
+  params.push(utcDatetime(from));
+  if (to < DATETIME_END) {
+    where.push("`time` < ?");
+    params.push(utcDatetime(to));
+  }
+  // `time` is a DATETIME in UTC: its distance from the epoch, counted by the
+  // server, is the bucket's start whatever the session's or the driver's time zone.
+  const found = await rows(
+    db,
+    `SELECT TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', \`time\`) AS t, outcome, SUM(count) AS n
+       FROM ${ROLLUP[q.granularity]}
+      WHERE ${where.join(" AND ")}
+      GROUP BY \`time\`, outcome
+      ORDER BY \`time\`, outcome`,
+    params,
+  );
+  return found.map((r) => ({ time: Number(r.t) * 1000, outcome: String(r.outcome), count: Number(r.n) }));
+}
+
+/** 10000-01-01 UTC: the first instant past the DATETIME range (and past what toISOString writes as four digits). */
+const DATETIME_END = Date.UTC(10_000, 0, 1);
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC: a DATETIME literal compared as one, so the `time` columns' indexes serve the range. */
+const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 19).replace("T", " ");
