@@ -15,6 +15,7 @@ describe("the audit record is part of the change's transaction", () => {
   let apiId: string;
   let keyId: string;
   let rootKeyId: string;
+  let roleId: string;
 
   /** A snapshot of every table a change below could touch, audit log excluded. */
   async function snapshot(): Promise<string> {
@@ -50,6 +51,9 @@ describe("the audit record is part of the change's transaction", () => {
     keyId = (await createKey(h, apiId, { name: "before" }, rk)).keyId;
     const created = expectOk(await h.post("/v2/rootKeys.createRootKey", { permissions: ["apis.*.read_api"] }, rk));
     rootKeyId = created.keyId;
+    // A role whose permissions are then replaced by existing ones, so the role's own transaction is the one that fails.
+    roleId = expectOk(await h.post("/v2/permissions.createRole", { name: "atomic-role", permissions: ["atomic.one", "atomic.two"] }, rk)).roleId;
+    expectOk(await h.post("/v2/permissions.setRolePermissions", { roleId, permissions: ["atomic.one"] }, rk));
   });
 
   // In an order that works when they succeed: each leaves the next something to change.
@@ -66,6 +70,7 @@ describe("the audit record is part of the change's transaction", () => {
     ["/v2/identities.createIdentity", () => ({ externalId: "made-once" })],
     ["/v2/permissions.createPermission", () => ({ name: "made.once", slug: "made.once" })],
     ["/v2/permissions.createRole", () => ({ name: "made-once" })],
+    ["/v2/permissions.setRolePermissions", () => ({ roleId, permissions: ["atomic.two"] })],
     ["/v2/rootKeys.createRootKey", () => ({ permissions: ["apis.*.read_api"] })],
     ["/v2/rootKeys.updateRootKey", () => ({ keyId: rootKeyId, enabled: false })],
     ["/v2/rootKeys.rotateRootKey", () => ({ keyId: rootKeyId, gracePeriodMs: 60_000 })],

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
 import { useHarness } from "../harness.js";
 
@@ -27,6 +28,7 @@ describe("Connect protocol on the HTTP port", () => {
   const h = useHarness();
   let apis: Client<typeof ApisService>;
   let keys: Client<typeof KeysService>;
+  let permissions: Client<typeof PermissionsService>;
   let admin: string;
   const auth = (rootKey: string) => ({ headers: { authorization: `Bearer ${rootKey}` } });
 
@@ -36,6 +38,7 @@ describe("Connect protocol on the HTTP port", () => {
     const transport = createConnectTransport({ httpVersion: "1.1", baseUrl: `http://127.0.0.1:${port}` });
     apis = createClient(ApisService, transport);
     keys = createClient(KeysService, transport);
+    permissions = createClient(PermissionsService, transport);
     admin = await h.rootKey(["*"]);
   });
 
@@ -53,6 +56,17 @@ describe("Connect protocol on the HTTP port", () => {
     expect({ valid: v.valid, code: v.code, keyId: v.keyId, credits: v.credits }).toEqual({ valid: true, code: "VALID", keyId, credits: 1n });
     const missing = await keys.verifyKey({ key: "cn_nope" }, auth(admin));
     expect({ valid: missing.valid, code: missing.code, keyId: missing.keyId }).toEqual({ valid: false, code: "NOT_FOUND", keyId: undefined });
+  });
+
+  it("SetRolePermissions replaces a role's permissions; an unknown role -> NotFound role_not_found", async () => {
+    const { roleId } = await permissions.createRole({ name: "connect-role", permissions: ["c.old"] }, auth(admin));
+    const set = await permissions.setRolePermissions({ roleId, permissions: ["c.new"] }, auth(admin));
+    expect(set.permissions.map((p) => p.slug)).toEqual(["c.new"]);
+    const got = await permissions.getRole({ role: "connect-role" }, auth(admin));
+    expect(got.role?.permissions.map((p) => p.slug)).toEqual(["c.new"]);
+    const err = await connectError(permissions.setRolePermissions({ roleId: "nobody", permissions: [] }, auth(admin)));
+    expect(err.code).toBe(Code.NotFound);
+    expect(codeOf(err)).toBe("err:svc:data:role_not_found");
   });
 
   it("no credentials -> Unauthenticated whose ErrorDetail code is err:svc:authentication:missing", async () => {
