@@ -1,3 +1,4 @@
+import { AnalyticsService } from "../../gen/keyhold/v2/analytics_service_pb.js";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { AuditLogsService } from "../../gen/keyhold/v2/audit_logs_service_pb.js";
 import { IdentitiesService } from "../../gen/keyhold/v2/identities_service_pb.js";
@@ -6,6 +7,7 @@ import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import { RootKeysService } from "../../gen/keyhold/v2/root_keys_service_pb.js";
 import type { Deps } from "../domain/deps.js";
+import { analyticsService } from "../services/analytics.js";
 import { apisService } from "../services/apis.js";
 import { auditLogsService } from "../services/audit-logs.js";
 import { withFieldRules } from "../services/field-rules.js";
@@ -48,6 +50,7 @@ export function services(deps: Deps): ServiceEntry[] {
       { service: PermissionsService, ops: permissionsService(deps) },
       { service: RootKeysService, ops: rootKeysService(deps) },
       { service: AuditLogsService, ops: auditLogsService(deps) },
+      { service: AnalyticsService, ops: analyticsService(deps, deps.analyticsQueries) },
     ]),
   );
 }

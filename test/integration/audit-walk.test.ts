@@ -33,6 +33,8 @@ const READ_ONLY = new Set([
   "permissions.listRoles",
   "rootKeys.listRootKeys",
   "auditLogs.listLogs",
+  "analytics.getVerifications",
+  "analytics.getRatelimits",
 ]);
 
 describe("every changing operation is in the audit log", () => {

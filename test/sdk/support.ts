@@ -61,8 +61,8 @@ export function useSdk(): SdkWorld {
   return world;
 }
 
-/** A grant no operation served here checks: a root key holding only it may do nothing. */
-export const NOTHING = ["apis.*.read_analytics"];
+/** A grant no operation served here checks (docs/permissions.md): a root key holding only it may do nothing. */
+export const NOTHING = ["ratelimit.*.list_overrides"];
 
 type ErrorClass = abstract new (...args: never[]) => UnkeyError;
 
@@ -79,6 +79,8 @@ const TITLES: Record<number, string> = {
   409: "Conflict",
   410: "Gone",
   412: "Precondition Failed",
+  422: "Unprocessable Entity",
+  503: "Service Unavailable",
 };
 
 /** Awaits a call that must fail and returns what it threw. */

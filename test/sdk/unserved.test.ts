@@ -26,9 +26,7 @@ function sdkOperations(): string[] {
 // biome-ignore format: one operation per line, so serving one more is a one-line change
 const UNSERVED_IN_SERVED_GROUPS = [
   "analytics.getGatewayRequests",
-  "analytics.getRatelimits",
   "analytics.getRuntimeLogs",
-  "analytics.getVerifications",
 ];
 
 /** Whole SDK groups outside keyhold's scope (Unkey's deploy platform, portal and gateway). */
@@ -82,15 +80,10 @@ describe("@unkey/api operations keyhold does not serve", () => {
     }
   });
 
-  it("analytics.*: the SDK declares no 404 for them, so keyhold's 404 surfaces as APIError", async () => {
+  it("analytics of Unkey's deploy platform (runtime logs, gateway requests): the SDK declares no 404 for them, so keyhold's 404 surfaces as APIError", async () => {
     const c = await w.admin();
     const query = "SELECT count(*) FROM key_verifications_v1";
-    for (const call of [
-      c.analytics.getVerifications({ query }),
-      c.analytics.getRatelimits({ query }),
-      c.analytics.getRuntimeLogs({ query }),
-      c.analytics.getGatewayRequests({ query }),
-    ]) {
+    for (const call of [c.analytics.getRuntimeLogs({ query }), c.analytics.getGatewayRequests({ query })]) {
       await expectUntypedError(h, call, 404, "err:svc:data:route_not_found");
     }
   });

@@ -241,12 +241,26 @@ describe("workspace isolation: B's root key against A's resources", () => {
       "permissions.getRole": [{ body: { role: a.roleId } }, { body: { role: a.roleName }, inB: true }],
       "permissions.listRoles": [{ body: {}, inB: true }],
       "permissions.deleteRole": [{ body: { role: a.roleId } }, { body: { role: a.roleName }, inB: true }],
+      "permissions.setRolePermissions": [
+        { body: { roleId: a.roleId, permissions: [] } },
+        { body: { roleId: a.roleId, permissions: ["a.read", "b.new"] } },
+        { body: { roleId: a.roleName, permissions: ["a.read", "b.new"] }, inB: true },
+      ],
       "rootKeys.createRootKey": [{ body: { permissions: ["apis.*.read_api"] }, inB: true }],
       "rootKeys.listRootKeys": [{ body: {}, inB: true, listsOwnGrants: true }],
       "rootKeys.updateRootKey": [{ body: { keyId: a.rootKeyId, enabled: false } }, { body: { keyId: a.rootKeyId, permissions: ["*"] } }],
       "rootKeys.rotateRootKey": [{ body: { keyId: a.rootKeyId, gracePeriodMs: 0 } }],
       "rootKeys.deleteRootKey": [{ body: { keyId: a.rootKeyId } }],
       // B's log: B's own records only, whatever it filters on.
+      // B's analytics: B's rows only, whatever the query names (A's ids, the workspace column).
+      "analytics.getVerifications": [
+        { body: { query: "SELECT key_id, workspace_id FROM key_verifications_v1" }, inB: true },
+        { body: { query: `SELECT key_id FROM key_verifications_v1 WHERE key_id = '${a.keys[0]?.keyId}' OR workspace_id = '${a.wsId}'` }, inB: true },
+      ],
+      "analytics.getRatelimits": [
+        { body: { query: "SELECT namespace_id, identifier FROM ratelimits_v1" }, inB: true },
+        { body: { query: `SELECT identifier FROM ratelimits_per_minute_v1 WHERE namespace_id = '${a.nsId}'` }, inB: true },
+      ],
       "auditLogs.listLogs": [
         { body: {}, inB: true },
         { body: { resourceId: a.apiId }, inB: true },
@@ -317,7 +331,7 @@ describe("workspace isolation: B's root key against A's resources", () => {
   it("every operation with B's keys gives 404/403 (or acts inside B), reveals nothing of A, and changes none of A's rows or counters", async () => {
     const before = await probe();
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     const rows = await fingerprint(h.db.pool, a.wsId);
     expect(Object.values(rows).flat().length).toBeGreaterThan(20);
@@ -330,7 +344,7 @@ describe("workspace isolation: B's root key against A's resources", () => {
     await sweep(bStar, true);
 
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     expect(await fingerprint(h.db.pool, a.wsId)).toEqual(rows);
     expect(await probe()).toEqual(before);
@@ -355,7 +369,7 @@ describe("workspace isolation: B's root key against A's resources", () => {
   it("the checks above can fail: a change A makes shows in the fingerprint and in the probe", async () => {
     const before = await probe();
     await h.deps.usage.flush();
-    await h.deps.counts.flush();
+    await h.deps.analytics.flush();
     await h.deps.rootKeyUsage.flush();
     const rows = await fingerprint(h.db.pool, a.wsId);
     await ok("/v2/ratelimit.limit", { namespace: a.nsName, identifier: "u1", limit: 100, duration: MONTH, cost: 1 }, a.admin);

@@ -37,6 +37,7 @@ export const GRANTABLE_ACTIONS = {
     "read_override",
     "delete_override",
     "list_overrides",
+    "read_analytics",
   ],
   rbac: [
     "create_permission",
@@ -85,7 +86,11 @@ export interface GrantRule {
   forEach?: true;
 }
 
-/** What a caller lacking a grant gets: an HTTP error, or (verifyKey) a verification code. */
+/**
+ * What a caller lacking a grant gets: an HTTP error, or a 200 that reveals
+ * nothing: verifyKey's verification code, or (code "") an empty answer (an
+ * analytics query narrowed to resources the caller may read, here none).
+ */
 export interface Denial {
   status: 200 | 403 | 404;
   code: string;
@@ -213,4 +218,15 @@ export const OPERATION_PERMISSIONS: Record<string, OperationPermissions> = {
   },
 
   "auditLogs.listLogs": { rules: [only("workspace.*.read_audit_log")] },
+
+  "analytics.getVerifications": {
+    rules: [api("read_analytics")],
+    deniedWithOtherResourceGrant: { status: 200, code: "" },
+    note: "a grant naming APIs narrows the answer to their verifications: with grants for other APIs only, the query reads nothing",
+  },
+  "analytics.getRatelimits": {
+    rules: [namespace("read_analytics")],
+    deniedWithOtherResourceGrant: { status: 200, code: "" },
+    note: "a grant naming namespaces narrows the answer to their checks: with grants for other namespaces only, the query reads nothing",
+  },
 };
