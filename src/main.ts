@@ -10,7 +10,7 @@ import { ConfigError, loadConfig } from "./server/config.js";
 import { openConfiguredDatabase } from "./server/database.js";
 import { buildDeps } from "./server/deps.js";
 import { services } from "./server/registry.js";
-import { migrate } from "./storage/db.js";
+import { migrate, openDatabase } from "./storage/db.js";
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -52,7 +52,14 @@ async function main(): Promise<void> {
   process.on("SIGINT", early);
 
   await migrate(db.pool, (line) => log.info(line));
-  const runtime = buildDeps(config, db.pool, log);
+  // ANALYTICS_DATABASE_URL: events and their roll-ups go to a server of their own
+  // (keyhold's schema is migrated there too; only the analytics tables are used).
+  let analyticsDb: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  if (config.analyticsDatabaseUrl !== undefined) {
+    analyticsDb = await openDatabase(config.analyticsDatabaseUrl, { connectTimeoutMs: config.dbConnectTimeoutMs, queryTimeoutMs: config.dbQueryTimeoutMs });
+    await migrate(analyticsDb.pool, (line) => log.info({ database: "analytics" }, line));
+  }
+  const runtime = buildDeps(config, db.pool, log, undefined, analyticsDb?.pool);
   await runtime.invalidations.start(250);
   const entries = services(runtime.deps);
   const app = await buildServer({ config, deps: runtime.deps, services: entries });
@@ -66,7 +73,7 @@ async function main(): Promise<void> {
   });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.port;
-  log.info({ database: db.description, port, grpcPort: grpcServer.port }, "keyhold is serving");
+  log.info({ database: db.description, analyticsDatabase: analyticsDb?.description, port, grpcPort: grpcServer.port }, "keyhold is serving");
 
   process.removeListener("SIGTERM", early);
   process.removeListener("SIGINT", early);
@@ -94,6 +101,7 @@ async function main(): Promise<void> {
     clearInterval(reaper);
     clearTimeout(deadline);
     await runtime.close();
+    await analyticsDb?.close();
     await db.close();
     log.info("stopped");
     process.exit(0);

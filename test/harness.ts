@@ -15,7 +15,7 @@ import { type Config, loadConfig } from "../src/server/config.js";
 import { openConfiguredDatabase } from "../src/server/database.js";
 import { buildDeps, type Runtime } from "../src/server/deps.js";
 import { services } from "../src/server/registry.js";
-import { type Database, migrate } from "../src/storage/db.js";
+import { type Database, migrate, openDatabase } from "../src/storage/db.js";
 import { insertRootKey } from "../src/storage/root-keys.js";
 import { ensureWorkspace } from "../src/storage/workspaces.js";
 
@@ -105,13 +105,14 @@ export function useHarness(): Harness {
     Object.assign(h, { app, deps: runtime.deps, db, runtime, config, workspaceId: ws.id, docsBase: DOCS });
   });
 
-  const others: Array<{ db: Database; runtime: Runtime; app: FastifyInstance }> = [];
+  const others: Array<{ db: Database; runtime: Runtime; app: FastifyInstance; analyticsDb?: Database | undefined }> = [];
 
   afterAll(async () => {
     for (const o of others) {
       o.runtime.invalidations.stop();
       await o.app.close();
       await o.runtime.close();
+      await o.analyticsDb?.close();
       await o.db.close();
     }
     await grpc?.close(1000);
@@ -159,10 +160,13 @@ export function useHarness(): Harness {
   h.otherInstance = async (env = {}) => {
     const config = { ...loadConfig({ LOG_LEVEL: "silent", DOCS_BASE_URL: DOCS, ...env }), databaseUrl: h.config.databaseUrl };
     const db = await openConfiguredDatabase(config.databaseUrl, () => undefined);
-    const runtime = buildDeps(config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
+    // As main.ts: ANALYTICS_DATABASE_URL's database, migrated, for the analytics events.
+    const analyticsDb = config.analyticsDatabaseUrl === undefined ? undefined : await openDatabase(config.analyticsDatabaseUrl);
+    if (analyticsDb !== undefined) await migrate(analyticsDb.pool, () => undefined);
+    const runtime = buildDeps(config, db.pool, { info() {}, warn() {}, error() {}, debug() {} }, undefined, analyticsDb?.pool);
     const app = await buildServer({ config, deps: runtime.deps, services: services(runtime.deps) });
     await app.ready();
-    others.push({ db, runtime, app });
+    others.push({ db, runtime, app, analyticsDb });
     const post = async (path: string, body: unknown, rootKey?: string): Promise<Res> => {
       const res = await app.inject({
         method: "POST",

@@ -38,6 +38,8 @@ export interface Deps {
   analytics: AnalyticsRecorder;
   /** Recorded with every verification (KEYHOLD_REGION). */
   region: string;
+  /** Where analytics events are written and the usage charts read (the main pool unless ANALYTICS_DATABASE_URL). */
+  analyticsPool: Pool;
   /** Where users' analytics queries run, and their limits. */
   analyticsQueries: AnalyticsLimits;
   credits: CreditSpender;

@@ -6,6 +6,8 @@ import { parseDatabaseUrl } from "../storage/db.js";
 import { parseRedisUrl } from "../storage/redis-client.js";
 export interface Config {
   databaseUrl: string | undefined;
+  /** Where analytics events are written and queried (ANALYTICS_DATABASE_URL); undefined = the main database. */
+  analyticsDatabaseUrl: string | undefined;
   host: string;
   port: number;
   grpcPort: number;
@@ -117,6 +119,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     }
   }
 
+  let analyticsDatabaseUrl = env.ANALYTICS_DATABASE_URL;
+  if (analyticsDatabaseUrl === "") analyticsDatabaseUrl = undefined;
+  if (analyticsDatabaseUrl !== undefined) {
+    try {
+      if (!/^(mysql|mariadb):\/\//i.test(analyticsDatabaseUrl)) throw new Error("scheme");
+      parseDatabaseUrl(analyticsDatabaseUrl);
+    } catch {
+      problems.push("ANALYTICS_DATABASE_URL is not a mysql:// URL (expected mysql://user:password@host:3306/database)");
+    }
+  }
+
   const docsBaseUrl = (env.DOCS_BASE_URL ?? "https://keyhold.dev/docs").replace(/\/+$/, "");
   try {
     const u = new URL(docsBaseUrl);
@@ -180,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
 
   const config: Config = {
     databaseUrl,
+    analyticsDatabaseUrl,
     trustProxy: trustProxy ?? false,
     host: env.HOST && env.HOST !== "" ? env.HOST : "0.0.0.0",
     port: int("PORT", 7070, 0, 65535),

@@ -43,7 +43,11 @@ function readOnlyPool(pool: Pool): Pool {
   return p;
 }
 
-export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock): Runtime {
+/**
+ * `analyticsPool`: the database analytics events go to and are read from
+ * (ANALYTICS_DATABASE_URL's, see server/database.ts); the main one by default.
+ */
+export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock = systemClock, analyticsPool: Pool = pool): Runtime {
   const cacheOpts = {
     maxEntries: config.cacheMaxEntries,
     maxBytes: config.cacheMaxBytes,
@@ -102,7 +106,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   );
   rootKeyUsage.start();
   const analytics = new AnalyticsRecorder(
-    (verifications, ratelimits) => writeAnalytics(pool, verifications, ratelimits),
+    (verifications, ratelimits) => writeAnalytics(analyticsPool, verifications, ratelimits),
     (err, pending) => log.warn({ err, pending }, "could not write analytics events; they are kept for the next try"),
     { onDrop: (dropped) => log.warn({ dropped }, "analytics events dropped: too many waiting for the database") },
   );
@@ -111,7 +115,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   const sweepUsage = setInterval(() => {
     const before = clock.now() - config.usageRetentionDays * 86_400_000;
     sweepVerificationUsage(pool, before).catch((err: unknown) => log.warn({ err }, "could not delete old verification counts"));
-    sweepRawAnalytics(pool, clock.now() - config.analyticsRawRetentionDays * 86_400_000, log).catch((err: unknown) =>
+    sweepRawAnalytics(analyticsPool, clock.now() - config.analyticsRawRetentionDays * 86_400_000, log).catch((err: unknown) =>
       log.warn({ err }, "could not delete old analytics events"),
     );
   }, USAGE_SWEEP_EVERY_MS);
@@ -151,7 +155,8 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     rootKeyUsage,
     analytics,
     region: config.region,
-    analyticsQueries: { pool: readOnlyPool(pool), timeoutMs: config.analyticsQueryTimeoutMs, maxRows: config.analyticsMaxRows },
+    analyticsPool,
+    analyticsQueries: { pool: readOnlyPool(analyticsPool), timeoutMs: config.analyticsQueryTimeoutMs, maxRows: config.analyticsMaxRows },
     credits: new CreditSpender(pool),
     vault: new DatabaseVault(pool, loadKeyring(config, log), log),
     invalidate: (kind, id) => invalidations.publish(kind, id),

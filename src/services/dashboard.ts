@@ -130,14 +130,17 @@ export function dashboardService(deps: Deps): DashboardOps {
         v.add("granularity", "granularity must be GRANULARITY_MINUTE, GRANULARITY_HOUR or GRANULARITY_DAY.");
         v.done();
       }
-      const points = await queryUsage(deps.pool, {
-        workspaceId,
-        ...(req.apiId === "" ? {} : { apiId: req.apiId }),
-        ...(req.keyId === "" ? {} : { keyId: req.keyId }),
-        from: Number(req.from),
-        to: Number(req.to),
-        granularity: granularity as UsageGranularity,
-      });
+      const points = await queryUsage(
+        { main: deps.pool, analytics: deps.analyticsPool },
+        {
+          workspaceId,
+          ...(req.apiId === "" ? {} : { apiId: req.apiId }),
+          ...(req.keyId === "" ? {} : { keyId: req.keyId }),
+          from: Number(req.from),
+          to: Number(req.to),
+          granularity: granularity as UsageGranularity,
+        },
+      );
       return { points: points.map((p) => ({ time: BigInt(p.time), outcome: p.outcome, count: BigInt(p.count) })) };
     },
 

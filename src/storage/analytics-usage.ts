@@ -30,7 +30,7 @@ const ROLLUP: Record<UsageGranularity, string> = {
 
 /**
  * Verifications over time by outcome, summed per bucket of the granularity: of
- * one key (keyId), of one API (apiId: every row of its key space), or of the
+ * one key (keyId), of one API (keySpaceId: every row of its key space), or of the
  * whole workspace (neither: every row, NOT_FOUND included). Always within the
  * workspace. `from` and `to` (unix ms, `to` exclusive) are widened to whole
  * buckets; buckets without verifications are left out. Points are sorted by
@@ -38,7 +38,7 @@ const ROLLUP: Record<UsageGranularity, string> = {
  */
 export async function readUsage(
   db: Queryable,
-  q: { workspaceId: string; apiId?: string | undefined; keyId?: string | undefined; from: number; to: number; granularity: UsageGranularity },
+  q: { workspaceId: string; keySpaceId?: string | undefined; keyId?: string | undefined; from: number; to: number; granularity: UsageGranularity },
 ): Promise<UsagePoint[]> {
   const gran = GRANULARITY_MS[q.granularity];
   const from = Math.floor(q.from / gran) * gran;
@@ -49,12 +49,9 @@ export async function readUsage(
   if (from >= DATETIME_END) return [];
   const where = ["workspace_id = ?"];
   const params: string[] = [q.workspaceId];
-  if (q.apiId !== undefined) {
-    // The roll-ups know an API by its key space. The lookup is scoped to the
-    // workspace too: another workspace's API id finds no key space (NULL), and
-    // `= NULL` matches no row. Deleted APIs keep their key space, and their history.
-    where.push("key_space_id = (SELECT key_auth_id FROM apis WHERE id = ? AND workspace_id = ?)");
-    params.push(q.apiId, q.workspaceId);
+  if (q.keySpaceId !== undefined) {
+    where.push("key_space_id = ?");
+    params.push(q.keySpaceId);
   }
   // '' is the key of NOT_FOUND rows: an empty id asks for no key, not for those.
   if (q.keyId !== undefined && q.keyId !== "") {
@@ -88,3 +85,14 @@ const DATETIME_END = Date.UTC(10_000, 0, 1);
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC: a DATETIME literal compared as one, so the `time` columns' indexes serve the range. */
 const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+
+/**
+ * The key space of one of the workspace's APIs (deleted ones too: they keep
+ * their history), from the main database; undefined for an id the workspace
+ * does not have. Asked apart from the roll-ups, which may live elsewhere
+ * (ANALYTICS_DATABASE_URL).
+ */
+export async function keySpaceOfApi(db: Queryable, workspaceId: string, apiId: string): Promise<string | undefined> {
+  const [r] = await rows(db, "SELECT key_auth_id FROM apis WHERE id = ? AND workspace_id = ?", [apiId, workspaceId]);
+  return r === undefined ? undefined : String(r.key_auth_id);
+}

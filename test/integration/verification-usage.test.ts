@@ -26,7 +26,7 @@ describe("verification usage counts", () => {
   const at = <T>(ms: number, fn: () => Promise<T>) => withClock(h, ms, fn);
   const code = async (k: string, fields: Record<string, unknown> = {}) => (await verify(h, rk, k, fields)).code as string;
   const usage = (q: { apiId?: string; keyId?: string; from?: number; to?: number; granularity?: "minute" | "hour" | "day"; workspaceId?: string }) =>
-    queryUsage(h.db.pool, { workspaceId: h.workspaceId, from: T0, to: T0 + 2 * HOUR, granularity: "minute", ...q });
+    queryUsage({ main: h.db.pool, analytics: h.db.pool }, { workspaceId: h.workspaceId, from: T0, to: T0 + 2 * HOUR, granularity: "minute", ...q });
   const p = (time: number, outcome: string, count: number): UsagePoint => ({ time, outcome, count });
 
   beforeAll(async () => {
@@ -156,7 +156,7 @@ describe("verification usage counts", () => {
     expect(n).toBe(0);
     await h.deps.analytics.flush();
     const now = Date.now();
-    const mine = await queryUsage(h.db.pool, { workspaceId: h.workspaceId, keyId: k.keyId, from: now - 10 * MIN, to: now + MIN, granularity: "hour" });
+    const mine = await queryUsage({ main: h.db.pool, analytics: h.db.pool }, { workspaceId: h.workspaceId, keyId: k.keyId, from: now - 10 * MIN, to: now + MIN, granularity: "hour" });
     // The warm-up and the counted verification.
     expect(mine.reduce((n, x) => n + x.count, 0)).toBe(2);
   });

@@ -2,7 +2,7 @@
 // analytics roll-ups by storage/analytics-usage.ts), once the range asked for is
 // one this may answer.
 
-import { GRANULARITY_MS, MAX_USAGE_BUCKETS, readUsage, type UsageGranularity, type UsagePoint } from "../../storage/analytics-usage.js";
+import { GRANULARITY_MS, keySpaceOfApi, MAX_USAGE_BUCKETS, readUsage, type UsageGranularity, type UsagePoint } from "../../storage/analytics-usage.js";
 import type { Queryable } from "../../storage/sql.js";
 import { Validator } from "../validate.js";
 
@@ -16,9 +16,15 @@ export interface UsageQuery {
 }
 
 /** Verifications of one key, one API's total or the workspace's, per bucket of the granularity (see readUsage). */
-export async function queryUsage(db: Queryable, q: UsageQuery): Promise<UsagePoint[]> {
+export async function queryUsage(db: { main: Queryable; analytics: Queryable }, q: UsageQuery): Promise<UsagePoint[]> {
   validateRange(q);
-  return readUsage(db, q);
+  // The roll-ups know an API by its key space: another workspace's API id finds none, and so no rows.
+  let keySpaceId: string | undefined;
+  if (q.apiId !== undefined) {
+    keySpaceId = await keySpaceOfApi(db.main, q.workspaceId, q.apiId);
+    if (keySpaceId === undefined) return [];
+  }
+  return readUsage(db.analytics, { workspaceId: q.workspaceId, keySpaceId, keyId: q.keyId, from: q.from, to: q.to, granularity: q.granularity });
 }
 
 /** The granularity in ms, once the query's range is one this may answer. */
