@@ -29,7 +29,11 @@ describe("Idempotency-Key edges", () => {
 
   const lost = () => Object.assign(new Error("Connection lost: The server closed the connection."), { code: "PROTOCOL_CONNECTION_LOST", fatal: true });
 
-  /** The next transaction's COMMIT reaches the server, then the connection drops before the OK comes back. */
+  /**
+   * The next transaction's COMMIT reaches the server, then the connection drops
+   * before the OK comes back: a COMMIT sent on its own (conn.commit) or as the last
+   * statement of a change sent in one round trip (sql.ts's commitInOneTrip).
+   */
   const loseCommitAnswer = (): (() => void) => {
     const pool = h.db.pool as unknown as { getConnection: () => Promise<PoolConnection> };
     const getConnection = pool.getConnection;
@@ -40,6 +44,12 @@ describe("Idempotency-Key edges", () => {
       conn.commit = async () => {
         await commit();
         throw lost();
+      };
+      const query = conn.query.bind(conn) as (...a: unknown[]) => Promise<unknown>;
+      (conn as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = async (...a: unknown[]) => {
+        const result = await query(...a);
+        if (typeof a[0] === "string" && /;\s*COMMIT\s*$/.test(a[0])) throw lost();
+        return result;
       };
       return conn;
     };

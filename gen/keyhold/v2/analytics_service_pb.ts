@@ -109,8 +109,9 @@ export const GetRatelimitsResponseSchema: GenMessage<GetRatelimitsResponse> = /*
  */
 export const AnalyticsService: GenService<{
   /**
-   * GetVerifications queries key_verifications_v1 and
-   * key_verifications_per_{minute,hour,day,month}_v1. Needs
+   * GetVerifications answers a SQL query over the workspace's verifications: the
+   * tables key_verifications_v1 and key_verifications_per_minute_v1 (_hour, _day,
+   * _month). Needs
    * `apis.*.read_analytics` (the whole workspace) or
    * `apis.<apiId>.read_analytics` (those APIs' verifications only).
    *
@@ -122,8 +123,8 @@ export const AnalyticsService: GenService<{
     output: typeof GetVerificationsResponseSchema;
   },
   /**
-   * GetRatelimits queries ratelimits_v1 and
-   * ratelimits_per_{minute,hour,day,month}_v1. Needs `ratelimit.*.read_analytics`
+   * GetRatelimits answers a SQL query over the workspace's rate-limit checks: the
+   * tables ratelimits_v1 and ratelimits_per_minute_v1 (_hour, _day, _month). Needs `ratelimit.*.read_analytics`
    * or `ratelimit.<namespaceId>.read_analytics` (those namespaces only).
    *
    * @generated from rpc keyhold.v2.AnalyticsService.GetRatelimits
