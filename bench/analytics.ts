@@ -6,7 +6,10 @@
 // settings); then analytics.getVerifications answers, over HTTP as a user calls
 // it, "verifications per day per key over 30 days for one API" from the per-day
 // roll-up and from the raw table, BENCH_ANALYTICS_ROUNDS times each (5); the
-// median is printed beside the seeding rate.
+// median is printed beside the seeding rate. BENCH_ANALYTICS_KEEP=1 keeps the
+// database (its name is printed); BENCH_ANALYTICS_DATABASE=<that name> times the
+// queries again on it without seeding (a change to the compiler, measured on the
+// same rows).
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { type VerificationEvent, writeAnalytics } from "../src/storage/analytics.js";
@@ -49,79 +52,88 @@ function cli(args: string[], env: Record<string, string>): Record<string, unknow
 }
 
 async function main(): Promise<void> {
-  const database = await freshDatabase("keyhold_bench_analytics");
+  const reuse = process.env.BENCH_ANALYTICS_DATABASE;
+  const database = await freshDatabase("keyhold_bench_analytics", reuse);
   const url = database.url;
   const db = await openDatabase(url);
   await migrate(db.pool, () => undefined);
   const k = await startKeyhold({ DATABASE_URL: url });
   try {
-    const workspace = `bench_analytics_${Date.now()}`;
+    // One workspace name, so that a kept database's rows are read by a new root key of the same workspace.
+    const workspace = "bench_analytics";
     const { rootKey } = cli(["root-key", "create", "--workspace", workspace, "--permissions", "apis.*.create_api,apis.*.read_analytics"], {
       DATABASE_URL: url,
     }) as { rootKey: string };
     const apis: Array<{ apiId: string; keySpaceId: string }> = [];
-    for (let i = 0; i < APIS; i++) {
-      const apiId = (await post(k.base, "apis.createApi", { name: `analytics-${i}` }, rootKey)).apiId as string;
-      const [rs] = await db.pool.query("SELECT key_auth_id, workspace_id FROM apis WHERE id = ?", [apiId]);
-      const r = (rs as Array<{ key_auth_id: string; workspace_id: string }>)[0];
-      if (r === undefined) throw new Error(`no row for ${apiId}`);
-      apis.push({ apiId, keySpaceId: r.key_auth_id });
+    if (reuse === undefined) {
+      for (let i = 0; i < APIS; i++) await post(k.base, "apis.createApi", { name: `analytics-${i}` }, rootKey);
     }
-    const [ws] = await db.pool.query("SELECT workspace_id FROM apis WHERE id = ?", [apis[0]?.apiId]);
-    const workspaceId = (ws as Array<{ workspace_id: string }>)[0]?.workspace_id as string;
+    const [rs] = await db.pool.query(
+      "SELECT a.id, a.key_auth_id, a.workspace_id FROM apis a JOIN workspaces w ON w.id = a.workspace_id WHERE w.name = ? ORDER BY a.created_at_m, a.id",
+      [workspace],
+    );
+    for (const r of rs as Array<{ id: string; key_auth_id: string }>) apis.push({ apiId: r.id, keySpaceId: r.key_auth_id });
+    if (apis.length !== APIS) throw new Error(`expected ${APIS} APIs in ${workspace}, found ${apis.length}`);
+    const workspaceId = (rs as Array<{ workspace_id: string }>)[0]?.workspace_id as string;
 
-    log(`seeding ${EVENTS.toLocaleString("en")} verifications over ${DAYS} days (${APIS} APIs x ${KEYS_PER_API} keys), ${BATCH} a transaction`);
-    const random = rng(42);
-    // From the start of the day 29 days ago until now: 30 calendar days, all inside
-    // "time >= now() - INTERVAL 30 DAY", so the roll-up's whole days and the raw
-    // rows cover the same events. In time order, as the recorder writes them.
-    const end = Date.now();
-    const start = end - (end % 86_400_000) - (DAYS - 1) * 86_400_000;
-    const began = process.hrtime.bigint();
-    let written = 0;
-    let lastLog = Date.now();
-    // Two batches in flight at a time (two connections), as two instances' recorders would write.
-    let inFlight: Promise<void> = Promise.resolve();
-    while (written < EVENTS) {
-      const n = Math.min(BATCH, EVENTS - written);
-      const batch: VerificationEvent[] = [];
-      for (let i = 0; i < n; i++) {
-        const a = Math.floor(random() * APIS);
-        const api = apis[a] as (typeof apis)[number];
-        const keyNo = Math.floor(random() * KEYS_PER_API);
-        const identity = keyNo % 2 === 0 ? `id_bench_${a}_${keyNo}` : "";
-        const outcome = OUTCOMES[Math.floor(random() * OUTCOMES.length)] as string;
-        batch.push({
-          requestId: `req_bench_${written + i}`,
-          time: Math.floor(start + ((written + i + random()) / EVENTS) * (end - start)),
-          workspaceId,
-          keySpaceId: api.keySpaceId,
-          apiId: api.apiId,
-          keyId: `key_bench_${a}_${keyNo}`,
-          identityId: identity,
-          externalId: identity === "" ? "" : `user_${a}_${keyNo}`,
-          outcome,
-          region: "local",
-          tags: TAG_SETS[Math.floor(random() * TAG_SETS.length)] as string[],
-          spentCredits: outcome === "VALID" ? 1 : 0,
-        });
+    let seedSeconds = 0;
+    if (reuse === undefined) seedSeconds = await seed();
+    else log(`reusing ${database.name}: no seeding`);
+
+    async function seed(): Promise<number> {
+      log(`seeding ${EVENTS.toLocaleString("en")} verifications over ${DAYS} days (${APIS} APIs x ${KEYS_PER_API} keys), ${BATCH} a transaction`);
+      const random = rng(42);
+      // From the start of the day 29 days ago until now: 30 calendar days, all inside
+      // "time >= now() - INTERVAL 30 DAY", so the roll-up's whole days and the raw
+      // rows cover the same events. In time order, as the recorder writes them.
+      const end = Date.now();
+      const start = end - (end % 86_400_000) - (DAYS - 1) * 86_400_000;
+      const began = process.hrtime.bigint();
+      let written = 0;
+      let lastLog = Date.now();
+      // Two batches in flight at a time (two connections), as two instances' recorders would write.
+      let inFlight: Promise<void> = Promise.resolve();
+      while (written < EVENTS) {
+        const n = Math.min(BATCH, EVENTS - written);
+        const batch: VerificationEvent[] = [];
+        for (let i = 0; i < n; i++) {
+          const a = Math.floor(random() * APIS);
+          const api = apis[a] as (typeof apis)[number];
+          const keyNo = Math.floor(random() * KEYS_PER_API);
+          const identity = keyNo % 2 === 0 ? `id_bench_${a}_${keyNo}` : "";
+          const outcome = OUTCOMES[Math.floor(random() * OUTCOMES.length)] as string;
+          batch.push({
+            requestId: `req_bench_${written + i}`,
+            time: Math.floor(start + ((written + i + random()) / EVENTS) * (end - start)),
+            workspaceId,
+            keySpaceId: api.keySpaceId,
+            apiId: api.apiId,
+            keyId: `key_bench_${a}_${keyNo}`,
+            identityId: identity,
+            externalId: identity === "" ? "" : `user_${a}_${keyNo}`,
+            outcome,
+            region: "local",
+            tags: TAG_SETS[Math.floor(random() * TAG_SETS.length)] as string[],
+            spentCredits: outcome === "VALID" ? 1 : 0,
+          });
+        }
+        const previous = inFlight;
+        inFlight = writeAnalytics(db.pool, batch, []);
+        await previous;
+        written += n;
+        if (Date.now() - lastLog > 15_000) {
+          lastLog = Date.now();
+          const s = Number(process.hrtime.bigint() - began) / 1e9;
+          log(`  ${written.toLocaleString("en")} written, ${Math.round(written / s).toLocaleString("en")} events/s`);
+        }
       }
-      const previous = inFlight;
-      inFlight = writeAnalytics(db.pool, batch, []);
-      await previous;
-      written += n;
-      if (Date.now() - lastLog > 15_000) {
-        lastLog = Date.now();
-        const s = Number(process.hrtime.bigint() - began) / 1e9;
-        log(`  ${written.toLocaleString("en")} written, ${Math.round(written / s).toLocaleString("en")} events/s`);
-      }
+      await inFlight;
+      return Number(process.hrtime.bigint() - began) / 1e9;
     }
-    await inFlight;
-    const seedSeconds = Number(process.hrtime.bigint() - began) / 1e9;
     const [sizes] = await db.pool.query(
       "SELECT table_name AS t, table_rows AS n, ROUND((data_length + index_length) / 1048576) AS mb FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'analytics_verifications%' ORDER BY table_name",
     );
-    log(`seeded in ${seedSeconds.toFixed(0)} s: ${Math.round(EVENTS / seedSeconds).toLocaleString("en")} events/s`);
+    if (seedSeconds > 0) log(`seeded in ${seedSeconds.toFixed(0)} s: ${Math.round(EVENTS / seedSeconds).toLocaleString("en")} events/s`);
 
     const one = apis[0] as (typeof apis)[number];
     const queries = {
@@ -151,9 +163,10 @@ async function main(): Promise<void> {
     const raw = results.rawTable as (typeof results)[string];
     if (perDay.total !== raw.total) throw new Error(`the roll-up and the raw table disagree: ${perDay.total} vs ${raw.total}`);
     console.log("");
-    console.log(
-      `events          ${EVENTS.toLocaleString("en")} seeded in ${seedSeconds.toFixed(0)} s: ${Math.round(EVENTS / seedSeconds).toLocaleString("en")} events/s`,
-    );
+    if (seedSeconds > 0)
+      console.log(
+        `events          ${EVENTS.toLocaleString("en")} seeded in ${seedSeconds.toFixed(0)} s: ${Math.round(EVENTS / seedSeconds).toLocaleString("en")} events/s`,
+      );
     console.log(`per-day roll-up median ${median(perDay.ms).toFixed(0)} ms over ${ROUNDS} rounds, ${perDay.rows} rows (target < 1,000 ms)`);
     console.log(
       `raw table       median ${median(raw.ms).toFixed(0)} ms over ${ROUNDS} rounds, ${raw.rows} rows; the same ${raw.total.toLocaleString("en")} verifications`,

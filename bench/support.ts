@@ -98,9 +98,10 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-/** A database named `<prefix>_<timestamp>` on DATABASE_URL's server, or on a private one. */
-export async function freshDatabase(prefix: string): Promise<BenchDatabase> {
-  const name = `${prefix}_${Date.now()}`;
+/** A database named `<prefix>_<timestamp>` (or `name`, an existing one) on DATABASE_URL's server, or on a private one. */
+export async function freshDatabase(prefix: string, existing?: string): Promise<BenchDatabase> {
+  if (existing !== undefined && !/^[A-Za-z0-9_]{1,64}$/.test(existing)) throw new Error(`not a database name: ${existing}`);
+  const name = existing ?? `${prefix}_${Date.now()}`;
   let server: PrivateServer | undefined;
   let url: string;
   if (process.env.DATABASE_URL) {
@@ -115,6 +116,11 @@ export async function freshDatabase(prefix: string): Promise<BenchDatabase> {
     name,
     url,
     async drop() {
+      if (process.env.BENCH_ANALYTICS_KEEP === "1") {
+        log(`kept database ${name} (BENCH_ANALYTICS_DATABASE=${name} reuses it)`);
+        await server?.stop();
+        return;
+      }
       const db = await openDatabase(url).catch(() => undefined);
       if (db !== undefined) {
         await db.pool.query(`DROP DATABASE IF EXISTS \`${name}\``).catch((e: Error) => log(`could not drop ${name}: ${e.message}`));

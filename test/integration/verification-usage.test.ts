@@ -156,7 +156,10 @@ describe("verification usage counts", () => {
     expect(n).toBe(0);
     await h.deps.analytics.flush();
     const now = Date.now();
-    const mine = await queryUsage({ main: h.db.pool, analytics: h.db.pool }, { workspaceId: h.workspaceId, keyId: k.keyId, from: now - 10 * MIN, to: now + MIN, granularity: "hour" });
+    const mine = await queryUsage(
+      { main: h.db.pool, analytics: h.db.pool },
+      { workspaceId: h.workspaceId, keyId: k.keyId, from: now - 10 * MIN, to: now + MIN, granularity: "hour" },
+    );
     // The warm-up and the counted verification.
     expect(mine.reduce((n, x) => n + x.count, 0)).toBe(2);
   });
