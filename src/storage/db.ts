@@ -162,10 +162,7 @@ export async function openDatabase(target: DatabaseTarget, timeouts: DatabaseTim
     const open = new Set<CoreConnection>();
     pool.on("connection", (conn) => {
       watch(conn as unknown as CoreConnection, open, timeouts.queryTimeoutMs);
-      (conn as unknown as { query(sql: string, cb: (err: unknown) => void): void }).query(
-        `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`,
-        () => undefined,
-      );
+      prepareSession(conn as unknown as SessionConnection, [ESCAPING_SAFE, `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`]);
     });
     return pool;
   });
@@ -200,11 +197,36 @@ export function analyticsPoolOf(pool: Pool): Pool | undefined {
 function analyticsPool(options: PoolOptions): Pool {
   const pool = mysql.createPool({ ...options, multipleStatements: false, decimalNumbers: true, connectionLimit: 4, maxIdle: 4 });
   pool.on("connection", (conn) => {
-    const c = conn as unknown as { query(sql: string, cb: (err: unknown) => void): void };
-    c.query("SET SESSION time_zone = '+00:00'", () => undefined);
-    c.query("SET SESSION TRANSACTION READ ONLY", () => undefined);
+    prepareSession(conn as unknown as SessionConnection, [ESCAPING_SAFE, "SET SESSION time_zone = '+00:00'", "SET SESSION TRANSACTION READ ONLY"]);
   });
   return pool;
+}
+
+export interface SessionConnection {
+  query(sql: string, cb: (err: unknown) => void): void;
+  destroy(): void;
+}
+
+/**
+ * mysql2 escapes the values it puts in SQL text (every statement with more than a
+ * few parameters, and each change sent in one round trip) with backslashes. A
+ * server whose sql_mode has NO_BACKSLASH_ESCAPES would read `\'` as the end of
+ * the string and the rest of the value as SQL, more statements included (these
+ * connections accept several per query). Every session drops that mode first.
+ */
+export const ESCAPING_SAFE = "SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
+
+/**
+ * Queues a new connection's session settings ahead of its first statement. One
+ * that fails closes the connection: used without its settings it could be
+ * unsafe (ESCAPING_SAFE) or not read-only; the statement waiting on it fails
+ * as a lost connection (a 503), never runs without them.
+ */
+export function prepareSession(conn: SessionConnection, statements: readonly string[]): void {
+  for (const sql of statements)
+    conn.query(sql, (err) => {
+      if (err) conn.destroy();
+    });
 }
 
 /** Errors that mean nothing reached the server: the statement can go to another node as it is. */

@@ -20,16 +20,25 @@ export function observeStatements(fn: (seconds: number, ok: boolean) => void): v
 }
 
 async function timed<T>(run: () => Promise<T>): Promise<T> {
-  if (observer === undefined) return run();
   const started = performance.now();
   try {
     const r = await run();
-    observer((performance.now() - started) / 1000, true);
+    observer?.((performance.now() - started) / 1000, true);
     return r;
   } catch (err) {
-    observer((performance.now() - started) / 1000, false);
-    throw err;
+    observer?.((performance.now() - started) / 1000, false);
+    throw withoutValues(err);
   }
+}
+
+/**
+ * mysql2 sets a failed statement's `sql` to its text with the values in it (a
+ * key's hash, meta, a whole analytics batch): logged as is, that would put
+ * secrets and megabytes in the logs. The code and message stay.
+ */
+function withoutValues(err: unknown): unknown {
+  if (typeof err === "object" && err !== null && "sql" in err) delete (err as { sql?: unknown }).sql;
+  return err;
 }
 
 /** Read (prepared when it has at most a few parameters). */
