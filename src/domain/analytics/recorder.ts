@@ -11,17 +11,47 @@ export type AnalyticsWrite = (verifications: VerificationEvent[], ratelimits: Ra
 
 export interface AnalyticsRecorderOptions {
   everyMs?: number | undefined;
-  /** Events per transaction (raw rows of both kinds together). */
+  /** Most events per transaction (raw rows of both kinds together). */
   batchSize?: number | undefined;
+  /** Most bytes of SQL text per transaction, estimated (batchBytes). */
+  batchBytes?: number | undefined;
   /** Most events held in memory; newer ones beyond it are dropped and counted. */
   maxPending?: number | undefined;
+  /** Most estimated bytes held in memory, likewise. */
+  maxPendingBytes?: number | undefined;
   /** Told how many events were dropped since it was last told (at most once per flush). */
   onDrop?: ((dropped: number) => void) | undefined;
 }
 
+/**
+ * What an event adds to its batch's SQL text, roughly: its raw row and its four
+ * roll-up rows, each with the tags JSON, escaped (a quote becomes two or more
+ * bytes). Tags are the only part a client sizes: 20 of 512 characters would make
+ * one event ~100 KB, so batches are cut by bytes too, not only by count.
+ */
+const eventBytes = (tags: readonly string[]): number => {
+  let t = 2;
+  for (const tag of tags) t += tag.length + 3;
+  return 5 * (300 + 2 * t);
+};
+const RATELIMIT_EVENT_BYTES = 5 * 900;
+
+/**
+ * Database errors a batch gets again however often it is sent (a value the
+ * table refuses, a packet over max_allowed_packet): the batch is split until the
+ * event causing it is alone, and that one is dropped and counted. Everything
+ * else (the database unreachable, a table missing while it is migrated) is
+ * waited out with the whole batch kept.
+ */
+const REFUSED_FOR_GOOD = new Set([1048, 1153, 1264, 1292, 1366, 1406, 3140]);
+const refusedForGood = (err: unknown): boolean => REFUSED_FOR_GOOD.has((err as { errno?: number }).errno ?? 0);
+
 export class AnalyticsRecorder {
   private verifications: VerificationEvent[] = [];
   private ratelimits: RatelimitEvent[] = [];
+  private pendingBytes = 0;
+  /** Events per batch now: halved while the database refuses a batch for good, back to batchSize after a success. */
+  private limit: number;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private droppedSinceFlush = 0;
@@ -29,7 +59,9 @@ export class AnalyticsRecorder {
   dropped = 0;
   private readonly everyMs: number;
   private readonly batchSize: number;
+  private readonly batchBytes: number;
   private readonly maxPending: number;
+  private readonly maxPendingBytes: number;
 
   constructor(
     private readonly write: AnalyticsWrite,
@@ -37,10 +69,13 @@ export class AnalyticsRecorder {
     private readonly opts: AnalyticsRecorderOptions = {},
   ) {
     this.everyMs = opts.everyMs ?? 1_000;
-    // ~2,000 raw rows of ~300 bytes and their roll-ups: well under the 16 MB
-    // max_allowed_packet of MariaDB's and MySQL 8's defaults, in one round trip.
+    // At most 4 MB of SQL a batch (estimated, eventBytes): a quarter of MariaDB's
+    // default max_allowed_packet (16 MB; MySQL 8's is 64 MB), in one round trip.
     this.batchSize = opts.batchSize ?? 2_000;
+    this.batchBytes = opts.batchBytes ?? 4 * 1024 * 1024;
     this.maxPending = opts.maxPending ?? 200_000;
+    this.maxPendingBytes = opts.maxPendingBytes ?? 64 * 1024 * 1024;
+    this.limit = this.batchSize;
   }
 
   /** Events waiting to be written. */
@@ -56,18 +91,41 @@ export class AnalyticsRecorder {
   verification(e: VerificationEvent): void {
     if (this.full()) return;
     this.verifications.push(e);
+    this.pendingBytes += eventBytes(e.tags);
   }
 
   ratelimit(e: RatelimitEvent): void {
     if (this.full()) return;
     this.ratelimits.push(e);
+    this.pendingBytes += RATELIMIT_EVENT_BYTES;
   }
 
   private full(): boolean {
-    if (this.verifications.length + this.ratelimits.length < this.maxPending) return false;
+    if (this.verifications.length + this.ratelimits.length < this.maxPending && this.pendingBytes < this.maxPendingBytes) return false;
     this.dropped++;
     this.droppedSinceFlush++;
     return true;
+  }
+
+  /** The next batch: up to `limit` events and batchBytes, verifications first; at least one event. */
+  private take(): { v: VerificationEvent[]; r: RatelimitEvent[]; bytes: number } {
+    let bytes = 0;
+    let nv = 0;
+    while (nv < this.verifications.length && nv < this.limit) {
+      const b = eventBytes((this.verifications[nv] as VerificationEvent).tags);
+      if (nv > 0 && bytes + b > this.batchBytes) break;
+      bytes += b;
+      nv++;
+    }
+    let nr = 0;
+    while (nr < this.ratelimits.length && nv + nr < this.limit && (nv + nr === 0 || bytes + RATELIMIT_EVENT_BYTES <= this.batchBytes)) {
+      bytes += RATELIMIT_EVENT_BYTES;
+      nr++;
+    }
+    const v = this.verifications.splice(0, nv);
+    const r = this.ratelimits.splice(0, nr);
+    this.pendingBytes -= bytes;
+    return { v, r, bytes };
   }
 
   /** Writes everything pending now (waits for a flush already running first). */
@@ -82,21 +140,26 @@ export class AnalyticsRecorder {
       this.droppedSinceFlush = 0;
     }
     while (this.pendingRows > 0) {
-      const v = this.verifications.splice(0, this.batchSize);
-      const r = this.ratelimits.splice(0, Math.max(0, this.batchSize - v.length));
+      const { v, r, bytes } = this.take();
       try {
         await this.write(v, r);
+        this.limit = this.batchSize;
       } catch (err) {
-        // Back in front, in order, for the next flush; what would exceed maxPending is dropped (newest first).
+        // Back in front, in order, for the next try.
         this.verifications = v.concat(this.verifications);
         this.ratelimits = r.concat(this.ratelimits);
-        const over = this.pendingRows - this.maxPending;
-        if (over > 0) {
-          const fromRatelimits = Math.min(over, this.ratelimits.length);
-          this.ratelimits.length -= fromRatelimits;
-          this.verifications.length -= over - fromRatelimits;
-          this.dropped += over;
-          this.opts.onDrop?.(over);
+        this.pendingBytes += bytes;
+        if (refusedForGood(err)) {
+          if (v.length + r.length > 1) {
+            this.limit = Math.max(1, Math.floor((v.length + r.length) / 2));
+            continue;
+          }
+          // The one event the database will never take: dropped, counted, and the rest go on.
+          this.take();
+          this.dropped++;
+          this.opts.onDrop?.(1);
+          this.onError(err, this.pendingRows);
+          continue;
         }
         this.onError(err, this.pendingRows);
         return;

@@ -1,0 +1,91 @@
+// AnalyticsRecorder without a database: how it cuts batches, waits out an
+// outage with every event kept, and drops only the one event a database
+// refuses for good (the rest of its batch still written).
+import { describe, expect, it } from "vitest";
+import type { RatelimitEvent, VerificationEvent } from "../../storage/analytics.js";
+import { AnalyticsRecorder } from "./recorder.js";
+
+const event = (n: number, tags: string[] = []): VerificationEvent => ({
+  requestId: `req_${n}`,
+  time: 1_700_000_000_000 + n,
+  workspaceId: "ws_1",
+  keySpaceId: "ks_1",
+  apiId: "api_1",
+  keyId: `key_${n}`,
+  identityId: "",
+  externalId: "",
+  outcome: "VALID",
+  region: "local",
+  tags,
+  spentCredits: 0,
+});
+
+function recorder(write: (v: VerificationEvent[], r: RatelimitEvent[]) => Promise<void>, opts = {}) {
+  const errors: unknown[] = [];
+  const drops: number[] = [];
+  const rec = new AnalyticsRecorder(write, (err) => errors.push(err), { onDrop: (n) => drops.push(n), ...opts });
+  return { rec, errors, drops };
+}
+
+describe("AnalyticsRecorder", () => {
+  it("cuts batches by count and by estimated bytes, in order", async () => {
+    const batches: string[][] = [];
+    const { rec } = recorder(async (v) => void batches.push(v.map((e) => e.requestId)), { batchSize: 3, batchBytes: 40_000 });
+    for (let i = 0; i < 5; i++) rec.verification(event(i));
+    // Two events with 20 tags of 512 characters: each is over 40,000 estimated bytes, so each goes alone.
+    const big = Array.from({ length: 20 }, (_, i) => `${i}`.padEnd(512, "x"));
+    rec.verification(event(5, big));
+    rec.verification(event(6, big));
+    await rec.flush();
+    expect(batches).toEqual([["req_0", "req_1", "req_2"], ["req_3", "req_4"], ["req_5"], ["req_6"]]);
+    expect(rec.pendingRows).toBe(0);
+  });
+
+  it("keeps every event through an outage and writes them, in order, once the database answers", async () => {
+    let down = true;
+    const written: string[] = [];
+    const { rec, errors, drops } = recorder(async (v) => {
+      if (down) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      written.push(...v.map((e) => e.requestId));
+    });
+    for (let i = 0; i < 4; i++) rec.verification(event(i));
+    await rec.flush();
+    await rec.flush();
+    expect(rec.pendingRows).toBe(4);
+    expect(errors).toHaveLength(2);
+    down = false;
+    rec.verification(event(4));
+    await rec.flush();
+    expect(written).toEqual(["req_0", "req_1", "req_2", "req_3", "req_4"]);
+    expect(drops).toEqual([]);
+  });
+
+  it("drops only the event the database refuses for good; the rest of its batch is written", async () => {
+    const written: string[] = [];
+    const { rec, errors, drops } = recorder(async (v) => {
+      if (v.some((e) => e.requestId === "req_2")) throw Object.assign(new Error("Data too long for column"), { errno: 1406 });
+      written.push(...v.map((e) => e.requestId));
+    });
+    for (let i = 0; i < 6; i++) rec.verification(event(i));
+    await rec.flush();
+    expect(written.sort()).toEqual(["req_0", "req_1", "req_3", "req_4", "req_5"]);
+    expect(drops).toEqual([1]);
+    expect(rec.dropped).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(rec.pendingRows).toBe(0);
+  });
+
+  it("holds at most maxPending events and maxPendingBytes; beyond, new ones are dropped and counted", async () => {
+    const { rec, drops } = recorder(async () => undefined, { maxPending: 3, maxPendingBytes: 1_000_000 });
+    for (let i = 0; i < 5; i++) rec.verification(event(i));
+    expect(rec.pendingRows).toBe(3);
+    expect(rec.dropped).toBe(2);
+    await rec.flush();
+    expect(drops).toEqual([2]);
+    const bytes = recorder(async () => undefined, { maxPending: 1_000, maxPendingBytes: 50_000 });
+    const big = Array.from({ length: 20 }, () => "t".repeat(512));
+    for (let i = 0; i < 5; i++) bytes.rec.verification(event(i, big));
+    expect(bytes.rec.pendingRows).toBe(1);
+    expect(bytes.rec.dropped).toBe(4);
+  });
+});
