@@ -111,13 +111,20 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     { onDrop: (dropped) => log.warn({ dropped }, "analytics events dropped: too many waiting for the database") },
   );
   analytics.start();
+  let sweepingAnalytics = false;
   // Old counts are deleted now and then, by every instance (a sweep with nothing to do is one cheap statement).
   const sweepUsage = setInterval(() => {
     const before = clock.now() - config.usageRetentionDays * 86_400_000;
     sweepVerificationUsage(pool, before).catch((err: unknown) => log.warn({ err }, "could not delete old verification counts"));
-    sweepRawAnalytics(analyticsPool, clock.now() - config.analyticsRawRetentionDays * 86_400_000, log).catch((err: unknown) =>
-      log.warn({ err }, "could not delete old analytics events"),
-    );
+    // One sweep at a time: a backlog may take longer than the interval.
+    if (!sweepingAnalytics) {
+      sweepingAnalytics = true;
+      sweepRawAnalytics(analyticsPool, clock.now() - config.analyticsRawRetentionDays * 86_400_000, log)
+        .catch((err: unknown) => log.warn({ err }, "could not delete old analytics events"))
+        .finally(() => {
+          sweepingAnalytics = false;
+        });
+    }
   }, USAGE_SWEEP_EVERY_MS);
   sweepUsage.unref();
   let sweepingAudit = false;

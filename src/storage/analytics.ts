@@ -225,11 +225,18 @@ export async function runAnalyticsQuery(pool: Pool, sql: string, timeoutMs: numb
   }
   try {
     await setTimeLimit(conn, timeoutMs);
-    const [rows] = await conn.query({ sql, rowsAsArray: false });
+    // And a deadline of the client's own, for a server that stops answering at all
+    // (mysql2 then closes the connection): the query cannot hold one of the 4 forever.
+    const [rows] = await conn.query({ sql, rowsAsArray: false, timeout: timeoutMs + 5_000 });
     return rows as Record<string, unknown>[];
   } catch (err) {
     const e = err as { errno?: number; sqlMessage?: string; fatal?: boolean; message: string };
-    if (e.errno !== undefined && TIMEOUT_ERRNOS.has(e.errno)) throw new AnalyticsQueryFailed("timeout", "the query ran longer than allowed");
+    if (
+      (e.errno !== undefined && TIMEOUT_ERRNOS.has(e.errno)) ||
+      /max(imum)?[ _]statement[ _]time|max_execution_time|maximum statement execution time/i.test(e.message)
+    )
+      throw new AnalyticsQueryFailed("timeout", "the query ran longer than allowed");
+    if ((e as { code?: string }).code === "PROTOCOL_SEQUENCE_TIMEOUT") throw new AnalyticsQueryFailed("unavailable", "the database did not answer in time");
     if (e.fatal === true || e.errno === undefined) throw new AnalyticsQueryFailed("unavailable", e.message);
     throw new AnalyticsQueryFailed("invalid", e.sqlMessage ?? e.message);
   } finally {

@@ -95,10 +95,12 @@ function jsonValue(v: unknown): unknown {
   return String(v);
 }
 
+/** A column named tags that holds a JSON array of strings (as stored) comes back as that array; anything else as it is. */
 function tagsValue(v: unknown): unknown {
   if (typeof v !== "string" || !v.startsWith("[")) return jsonValue(v);
   try {
-    return JSON.parse(v);
+    const parsed: unknown = JSON.parse(v);
+    return Array.isArray(parsed) && parsed.every((t) => typeof t === "string") ? parsed : v;
   } catch {
     return v;
   }

@@ -54,6 +54,13 @@ describe("analytics.getVerifications 200", () => {
     ]);
   });
 
+  it("a column named tags is an array only when it holds the stored kind (strings); anything else comes back as written", async () => {
+    const rk = await h.rootKey(["apis.*.read_analytics"], "analytics-200-tags");
+    // JSON.parse("[1e999]") is [Infinity], which no JSON answer can hold: it stays text.
+    const rows = expectOk(await query(h, VERIFY, "SELECT '[1e999]' AS tags, '[\"a\", \"b\"]' AS other, '[\"x\"]' AS tags2", rk));
+    expect(rows).toEqual([{ tags: "[1e999]", other: '["a", "b"]', tags2: '["x"]' }]);
+  });
+
   it("reads only the caller's workspace, and with an API-scoped grant only that API", async () => {
     const rkA = await h.rootKey(["apis.*.create_api", "apis.*.create_key", "apis.*.verify_key", "apis.*.read_analytics"], "analytics-200-b");
     const rkOther = await h.rootKey(["apis.*.create_api", "apis.*.create_key", "apis.*.verify_key", "apis.*.read_analytics"], "analytics-200-c");
