@@ -118,6 +118,12 @@ const pauseBeforeRetry = (attempt: number) => new Promise((r) => setTimeout(r, a
 export interface Statement {
   sql: string;
   params: readonly Param[];
+  /**
+   * The SQL is complete text with its values written in (no placeholders): sent
+   * as it is, never through mysql2's format, which would take a `?` inside one
+   * of its strings for a placeholder. Not mixed with statements that have params.
+   */
+  text?: true;
 }
 
 /**
@@ -135,10 +141,12 @@ export interface Statement {
 export async function commitInOneTrip(pool: Pool, statements: readonly Statement[]): Promise<void> {
   const sql = ["START TRANSACTION", ...statements.map((s) => s.sql), "COMMIT"].join(";\n");
   const params = statements.flatMap((s) => s.params) as Param[];
+  const text = statements.some((s) => s.text);
+  if (text && params.length > 0) throw new Error("commitInOneTrip: statements written as text cannot go with statements that have placeholders");
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     try {
-      await timed(() => conn.query(sql, params));
+      await timed(() => (text ? conn.query(sql) : conn.query(sql, params)));
       return;
     } catch (err) {
       await conn.query("ROLLBACK").catch(() => undefined);

@@ -94,6 +94,25 @@ describe("analytics recording", () => {
     expect(Number(raw[0]?.n)).toBe(5);
   });
 
+  // The batch's SQL is written as text (storage/analytics.ts): values with quotes,
+  // backslashes, question marks and other scripts must land exactly as sent.
+  it("tags and identifiers with quotes, backslashes, question marks and non-ASCII land exactly as sent", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const k = await key(h, rk, apiId);
+    const tags = ["it's", "back\\slash", "q?uery=1", "ü ñ 日本", '"quoted"', "x'); DROP TABLE `keys`; --"];
+    expect((await verify(h, rk, k.key, { tags })).code).toBe("VALID");
+    const identifier = "o'neil?\\ 'x";
+    expect((await h.post("/v2/ratelimit.limit", { namespace: "odd-ns", identifier, limit: 5, duration: 60_000 }, rk)).status).toBe(200);
+    await h.deps.analytics.flush();
+    const [row] = await q("SELECT tags FROM analytics_verifications WHERE key_id = ?", [k.keyId]);
+    expect(JSON.parse(String(row?.tags))).toEqual(tags);
+    const [hour] = await q("SELECT tags FROM analytics_verifications_per_hour WHERE key_id = ?", [k.keyId]);
+    expect(JSON.parse(String(hour?.tags))).toEqual(tags);
+    expect(await q("SELECT identifier FROM analytics_ratelimits WHERE identifier = ?", [identifier])).toEqual([{ identifier }]);
+    expect(await q("SELECT identifier, total FROM analytics_ratelimits_per_day WHERE identifier = ?", [identifier])).toEqual([{ identifier, total: 1 }]);
+  });
+
   it("NOT_FOUND is recorded for the workspace with no key or key space", async () => {
     const rk = await h.rootKey(["*"]);
     const res = await h.post("/v2/keys.verifyKey", { key: "no_such_key_for_analytics_0001", tags: ["nf"] }, rk);
