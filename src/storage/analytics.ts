@@ -4,7 +4,7 @@
 // the raw rows and the roll-ups' increments commit together, in one round trip,
 // so a roll-up never counts an event its raw table lacks (or the reverse).
 import { createHash } from "node:crypto";
-import { escape } from "mysql2";
+import { escape as escapeValue } from "mysql2";
 import { commitInOneTrip, exec, type Pool, type Queryable, rows, type Statement } from "./sql.js";
 
 /** One verification, as recorded. */
@@ -71,7 +71,7 @@ export function sqlTime(t: number, millis = true): string {
  * Sessions never have NO_BACKSLASH_ESCAPES (storage/db.ts, ESCAPING_SAFE).
  */
 const PLAIN = /^[A-Za-z0-9_.:=/ -]*$/;
-const lit = (v: string): string => (PLAIN.test(v) ? `'${v}'` : escape(v));
+const lit = (v: string): string => (PLAIN.test(v) ? `'${v}'` : escapeValue(v));
 
 /** sqlTime with the seconds' text reused: the events of one batch share a few seconds. */
 class Times {
