@@ -2,7 +2,7 @@
 // from gen/: same operations as the JSON API, and errors that carry the err:svc
 // code in an ErrorDetail (findDetails), exactly as the JSON envelope's type does.
 import type { AddressInfo } from "node:net";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
@@ -10,17 +10,8 @@ import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
+import { connectError } from "../connect-clients.js";
 import { useHarness } from "../harness.js";
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectError);
-    return err as ConnectError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 const codeOf = (err: ConnectError): string | undefined => err.findDetails(ErrorDetailSchema)[0]?.code;
 

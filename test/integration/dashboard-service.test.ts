@@ -2,13 +2,13 @@
 // with an operator's session: workspaces, root keys (created, used, listed with
 // last use, revoked), APIs, usage and rate-limit namespaces. Security refusals are in test/security/dashboard.test.ts.
 import type { AddressInfo } from "node:net";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
-import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
+import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { hashPassword } from "../../src/domain/operators/password.js";
 import { insertOperator, linkWorkspace } from "../../src/storage/operators.js";
+import { signedInDashboard } from "../connect-clients.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 
@@ -37,27 +37,7 @@ describe("DashboardService with an operator session", () => {
     const email = `${uid("op")}@example.test`;
     operatorId = await insertOperator(h.db.pool, { email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
     await linkWorkspace(h.db.pool, operatorId, h.workspaceId, Date.now());
-    const res = await fetch(`${base}/dashboard/api/sign-in`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin: base },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    });
-    expect(res.status).toBe(200);
-    const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] as string;
-    const { csrfToken } = (await res.json()) as { csrfToken: string };
-    const transport = createConnectTransport({
-      httpVersion: "1.1",
-      baseUrl: base,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("cookie", cookie);
-          req.header.set("origin", base);
-          req.header.set("x-csrf-token", csrfToken);
-          return next(req);
-        },
-      ],
-    });
-    dash = createClient(DashboardService, transport);
+    dash = await signedInDashboard(base, email, PASSWORD);
   });
 
   it("lists the operator's workspaces and creates one the operator then belongs to", async () => {

@@ -6,7 +6,7 @@
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { connectError } from "../connect-clients.js";
 import { bearer, call, decodeStatus, errorDetailOf, failure, type Client as GrpcClient, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
 
@@ -104,16 +105,6 @@ describe("field violations as google.rpc.BadRequest", () => {
     let apis: Client<typeof ApisService>;
     let baseUrl: string;
     const auth = () => ({ headers: { authorization: `Bearer ${admin}` } });
-
-    async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-      try {
-        await p;
-      } catch (err) {
-        expect(err).toBeInstanceOf(ConnectError);
-        return err as ConnectError;
-      }
-      throw new Error("expected the call to fail");
-    }
 
     beforeAll(async () => {
       await h.app.listen({ port: 0, host: "127.0.0.1" });

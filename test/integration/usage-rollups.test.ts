@@ -9,13 +9,13 @@
 // verification to all four): a count that shows up under the wrong granularity
 // names the table it was wrongly read from.
 import type { AddressInfo } from "node:net";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
-import { DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
+import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { hashPassword } from "../../src/domain/operators/password.js";
 import { insertOperator, linkWorkspace } from "../../src/storage/operators.js";
 import { ensureWorkspace } from "../../src/storage/workspaces.js";
+import { signedInDashboard } from "../connect-clients.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 import { insertRollupRows, keySpaceOf } from "../usage-rollups.js";
@@ -86,27 +86,7 @@ describe("GetUsage from the analytics roll-ups", () => {
     // The operator belongs to both: B's rows must stay out of A's answers by the query, not by the membership check.
     await linkWorkspace(h.db.pool, operatorId, wsA, Date.now());
     await linkWorkspace(h.db.pool, operatorId, wsB, Date.now());
-    const res = await fetch(`${base}/dashboard/api/sign-in`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin: base },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    });
-    expect(res.status).toBe(200);
-    const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] as string;
-    const { csrfToken } = (await res.json()) as { csrfToken: string };
-    const transport = createConnectTransport({
-      httpVersion: "1.1",
-      baseUrl: base,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("cookie", cookie);
-          req.header.set("origin", base);
-          req.header.set("x-csrf-token", csrfToken);
-          return next(req);
-        },
-      ],
-    });
-    dash = createClient(DashboardService, transport);
+    dash = await signedInDashboard(base, email, PASSWORD);
 
     const rootA = await h.rootKey(["*"]);
     const createApi = async (rootKey: string, name: string) => (await h.post("/v2/apis.createApi", { name }, rootKey)).body.data.apiId as string;
