@@ -1,5 +1,5 @@
 // analytics.getVerifications and analytics.getRatelimits: a user's SQL over the
-// public analytics tables, compiled (query.ts) into one SELECT that can read only
+// public analytics tables, compiled (storage/analytics-sql/query.ts) into one SELECT that can read only
 // the caller's workspace, and only the APIs or namespaces its grants name, then
 // run read-only, limited in time and rows (src/storage/analytics.ts).
 import { AppError } from "../../core/errors.js";
