@@ -6,6 +6,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { type ErrorInfo, ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { type ErrorDetail, ErrorDetailSchema } from "../gen/keyhold/v2/errors_pb.js";
 import { projectDir } from "../src/paths.js";
 
@@ -83,6 +84,12 @@ export function decodeStatus(buf: Uint8Array): { code: number; message: string; 
     } else r.skip(wire);
   }
   return out;
+}
+
+/** The google.rpc.ErrorInfo in a grpc-status-details-bin value, if it carries one. */
+export function errorInfoOf(bin: Uint8Array): ErrorInfo | undefined {
+  const any = decodeStatus(bin).details.find((d) => d.typeUrl === `type.googleapis.com/${ErrorInfoSchema.typeName}`);
+  return any === undefined ? undefined : fromBinary(ErrorInfoSchema, any.value);
 }
 
 /** The keyhold.v2.ErrorDetail in a grpc-status-details-bin value, if it carries one. */

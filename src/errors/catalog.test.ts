@@ -4,6 +4,7 @@
 import { STATUS_CODES } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { AppError, type ErrorCode } from "../core/errors.js";
 import { catalog, docsUrl, errorBody, toConnectError } from "./catalog.js";
@@ -79,6 +80,12 @@ describe("error catalog", () => {
       expect(err.rawMessage).toBe("custom detail");
       const [detail] = err.findDetails(ErrorDetailSchema);
       expect(detail).toMatchObject({ code, type: docsUrl(code, BASE), requestId: "req_123" });
+    });
+
+    it("toConnectError carries the code and request id in a google.rpc.ErrorInfo, second", () => {
+      const err = toConnectError(new AppError(code), BASE, "req_123");
+      expect(err.findDetails(ErrorInfoSchema)).toEqual([expect.objectContaining({ reason: code, domain: "keyhold", metadata: { requestId: "req_123" } })]);
+      expect(err.details.map((d) => ("desc" in d ? d.desc.typeName : d.type))).toEqual(["keyhold.v2.ErrorDetail", "google.rpc.ErrorInfo"]);
     });
   });
 

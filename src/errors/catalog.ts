@@ -5,7 +5,7 @@
 
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import type { AppError, ErrorCode, FieldError } from "../core/errors.js";
 import { badRequestOf } from "./bad-request.js";
@@ -107,15 +107,19 @@ export function errorBody(err: AppError, docsBase: string): ErrorBody {
   return body;
 }
 
+/** google.rpc.ErrorInfo's domain: the system keyhold's error codes belong to. */
+export const ERROR_DOMAIN = "keyhold";
+
 /** A detail of an outgoing ConnectError (connect-es does not export the type). */
 type OutgoingDetail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
 
 /**
  * The same error for Connect and gRPC clients: status code, message, and an
- * ErrorDetail with the code. When the request's message type is known (`input`,
- * passed by the RPC doors), its field errors also travel as the standard
- * google.rpc.BadRequest, by proto path (errors/bad-request.ts), after the
- * ErrorDetail: clients that read only the first detail keep reading the code.
+ * ErrorDetail with the code, then the standard google.rpc.ErrorInfo (reason =
+ * the code, domain `keyhold`, metadata.requestId). When the request's message
+ * type is known (`input`, passed by the RPC doors), its field errors also travel
+ * as the standard google.rpc.BadRequest, by proto path (errors/bad-request.ts),
+ * last: clients that read only the first detail keep reading the code.
  */
 export function toConnectError(err: AppError, docsBase: string, requestId: string, input?: DescMessage): ConnectError {
   const s = catalog[err.code];
@@ -125,7 +129,11 @@ export function toConnectError(err: AppError, docsBase: string, requestId: strin
     requestId,
     errors: (err.errors ?? []).map((e) => ({ location: e.location, message: e.message, fix: e.fix ?? "" })),
   });
-  const details: OutgoingDetail[] = [{ desc: ErrorDetailSchema, value: detail }];
+  const details: OutgoingDetail[] = [
+    { desc: ErrorDetailSchema, value: detail },
+    // The same code and request id in the standard detail, for clients that read only googleapis types.
+    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: err.code, domain: ERROR_DOMAIN, metadata: { requestId } }) },
+  ];
   const badRequest = input === undefined || err.errors === undefined ? undefined : badRequestOf(input, err.errors);
   if (badRequest !== undefined) details.push({ desc: BadRequestSchema, value: badRequest });
   return new ConnectError(err.detail ?? s.detail, s.connect, undefined, details, err);

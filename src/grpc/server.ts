@@ -2,16 +2,18 @@
 // at several times the throughput of connect-node's gRPC handler. Service
 // definitions are built from the same descriptors, messages are (de)serialised
 // with protobuf-es, and the same operations run through invokeRpc. Failures
-// carry the `err:svc:…` code in a google.rpc.Status detail
-// (grpc-status-details-bin) and, for convenience, in `error-code` metadata;
-// field errors also travel there as google.rpc.BadRequest, by proto path.
+// carry the `err:svc:…` code in the google.rpc.Status of
+// grpc-status-details-bin (as keyhold.v2.ErrorDetail and google.rpc.ErrorInfo)
+// and, for convenience, in `error-code` metadata; field errors also travel
+// there as google.rpc.BadRequest, by proto path.
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { create, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { AnySchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { AppError, invalidInput } from "../core/errors.js";
 import { requestId as newRequestId } from "../core/ids.js";
@@ -29,22 +31,17 @@ import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
 
 /**
- * google.rpc.Status{code, message, details: [Any]}, encoded by hand (3 fields),
- * with every detail of the error in its order: keyhold.v2.ErrorDetail first,
- * then google.rpc.BadRequest when there are field errors (errors/catalog.ts).
+ * The google.rpc.Status of grpc-status-details-bin, with every detail of the
+ * error in its order: keyhold.v2.ErrorDetail, google.rpc.ErrorInfo, then
+ * google.rpc.BadRequest when there are field errors (errors/catalog.ts).
  */
 function statusDetails(code: number, message: string, err: ConnectError): Buffer {
-  const w = new BinaryWriter();
-  w.tag(1, 0).int32(code);
-  w.tag(2, 2).string(message);
-  for (const d of err.details) {
-    const [typeName, bytes] = "desc" in d ? [d.desc.typeName, toBinary(d.desc, create(d.desc, d.value))] : [d.type, d.value];
-    const any = new BinaryWriter();
-    any.tag(1, 2).string(`type.googleapis.com/${typeName}`);
-    any.tag(2, 2).bytes(bytes);
-    w.tag(3, 2).bytes(any.finish());
-  }
-  return Buffer.from(w.finish());
+  const details = err.details.map((d) =>
+    "desc" in d
+      ? create(AnySchema, { typeUrl: `type.googleapis.com/${d.desc.typeName}`, value: toBinary(d.desc, create(d.desc, d.value)) })
+      : create(AnySchema, { typeUrl: `type.googleapis.com/${d.type}`, value: d.value }),
+  );
+  return Buffer.from(toBinary(StatusSchema, create(StatusSchema, { code, message, details })));
 }
 
 /** Bytes that did not decode as the request message (or carried unknown fields): refused after authentication. */

@@ -12,8 +12,9 @@ import zlib from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
+import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type ErrorDetail, ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
-import { errorDetailOf } from "../grpc-client.js";
+import { errorDetailOf, errorInfoOf } from "../grpc-client.js";
 
 export type DoorName = "json" | "connect-json" | "connect-proto" | "grpc-web" | "grpc";
 export const DOORS: DoorName[] = ["json", "connect-json", "connect-proto", "grpc-web", "grpc"];
@@ -35,6 +36,8 @@ export interface Outcome {
   locations: string[];
   messages: string[];
   requestId?: string | undefined;
+  /** The google.rpc.ErrorInfo beside the ErrorDetail (Connect, gRPC-Web and gRPC). */
+  info?: ErrorInfo | undefined;
   /** The client could not read an answer at all (a reset before it). */
   failure?: string | undefined;
 }
@@ -168,8 +171,11 @@ function fromDetail(d: ErrorDetail | undefined, out: Outcome): void {
   out.messages = d.errors.map((e) => e.message);
 }
 
-/** The keyhold.v2.ErrorDetail inside google.rpc.Status (grpc-status-details-bin). */
-const fromStatusDetails = (bin: Uint8Array, out: Outcome): void => fromDetail(errorDetailOf(bin), out);
+/** The keyhold.v2.ErrorDetail and google.rpc.ErrorInfo inside google.rpc.Status (grpc-status-details-bin). */
+const fromStatusDetails = (bin: Uint8Array, out: Outcome): void => {
+  fromDetail(errorDetailOf(bin), out);
+  out.info = errorInfoOf(bin);
+};
 
 function readHttpAnswer(door: DoorName, status: number, headers: http.IncomingHttpHeaders, body: Buffer): Outcome {
   const out: Outcome = { http: status, locations: [], messages: [], requestId: headers["x-request-id"] as string | undefined };
@@ -216,6 +222,8 @@ function readHttpAnswer(door: DoorName, status: number, headers: http.IncomingHt
       out.rpc = j.code;
       const d = (j.details ?? []).find((x: { type: string }) => x.type === "keyhold.v2.ErrorDetail");
       if (d !== undefined) fromDetail(fromBinary(ErrorDetailSchema, base64Decode(d.value)), out);
+      const info = (j.details ?? []).find((x: { type: string }) => x.type === "google.rpc.ErrorInfo");
+      if (info !== undefined) out.info = fromBinary(ErrorInfoSchema, base64Decode(info.value));
     } catch {
       out.failure = `not a Connect error: ${body.subarray(0, 200).toString()}`;
     }

@@ -2,7 +2,8 @@
 // located in the JSON door's terms (`body.apiId`), and as the standard
 // google.rpc.BadRequest that Go, Python and Java clients read with their own
 // googleapis types, located by proto path (`api_id`). An error that is not about
-// fields carries no BadRequest.
+// fields carries no BadRequest. Every error also carries google.rpc.ErrorInfo
+// (reason = the error code, domain `keyhold`, metadata.requestId), second.
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
@@ -10,7 +11,7 @@ import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ApisService } from "../../gen/keyhold/v2/apis_service_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
@@ -20,6 +21,7 @@ import { useHarness } from "../harness.js";
 
 const ERROR_DETAIL_URL = "type.googleapis.com/keyhold.v2.ErrorDetail";
 const BAD_REQUEST_URL = "type.googleapis.com/google.rpc.BadRequest";
+const ERROR_INFO_URL = "type.googleapis.com/google.rpc.ErrorInfo";
 
 /**
  * google.rpc.BadRequest{field_violations = 1: FieldViolation{field = 1, description = 2}},
@@ -44,6 +46,30 @@ function readBadRequest(bytes: Uint8Array): Array<{ field: string; description: 
       else f.skip(w);
     }
     out.push(v);
+  }
+  return out;
+}
+
+/** google.rpc.ErrorInfo{reason = 1, domain = 2, metadata = 3 (map<string, string>: entries of key = 1, value = 2)}, read the same way. */
+function readErrorInfo(bytes: Uint8Array): { reason: string; domain: string; metadata: Record<string, string> } {
+  const out = { reason: "", domain: "", metadata: {} as Record<string, string> };
+  const r = new BinaryReader(bytes);
+  while (r.pos < r.len) {
+    const [no, wire] = r.tag();
+    if (no === 1) out.reason = r.string();
+    else if (no === 2) out.domain = r.string();
+    else if (no === 3) {
+      const e = new BinaryReader(r.bytes());
+      let key = "";
+      let value = "";
+      while (e.pos < e.len) {
+        const [n, w] = e.tag();
+        if (n === 1) key = e.string();
+        else if (n === 2) value = e.string();
+        else e.skip(w);
+      }
+      out.metadata[key] = value;
+    } else r.skip(wire);
   }
   return out;
 }
@@ -83,20 +109,27 @@ describe("field violations as google.rpc.BadRequest", () => {
       const bin = err.metadata.get("grpc-status-details-bin")[0] as Buffer;
       const status = decodeStatus(bin);
       // ErrorDetail stays first: clients that read only the first detail keep reading the code.
-      expect(status.details.map((d) => d.typeUrl)).toEqual([ERROR_DETAIL_URL, BAD_REQUEST_URL]);
+      expect(status.details.map((d) => d.typeUrl)).toEqual([ERROR_DETAIL_URL, ERROR_INFO_URL, BAD_REQUEST_URL]);
       expect(errorDetailOf(bin)?.errors.map((e) => e.location)).toEqual(JSON_LOCATIONS);
 
-      const violations = readBadRequest((status.details[1] as { value: Uint8Array }).value);
+      const violations = readBadRequest((status.details[2] as { value: Uint8Array }).value);
       expect(violations.map((v) => v.field)).toEqual(PROTO_PATHS);
       expectNamed(violations);
       expect(violations[0]?.description).toBe("api_id must be at least 3 characters long (got 2).");
     });
 
-    it("an error about no field (404) carries ErrorDetail only", async () => {
+    it("an error about no field (404) carries ErrorDetail and ErrorInfo, no BadRequest", async () => {
       const err = await failure(call(keys, "getKey", { keyId: "key_doesnotexist0000" }, bearer(admin)));
       expect(err.code).toBe(grpc.status.NOT_FOUND);
-      const status = decodeStatus(err.metadata.get("grpc-status-details-bin")[0] as Buffer);
-      expect(status.details.map((d) => d.typeUrl)).toEqual([ERROR_DETAIL_URL]);
+      const bin = err.metadata.get("grpc-status-details-bin")[0] as Buffer;
+      expect(decodeStatus(bin).details.map((d) => d.typeUrl)).toEqual([ERROR_DETAIL_URL, ERROR_INFO_URL]);
+      // ErrorInfo decoded by the public field numbers: reason 1, domain 2, metadata 3 (map entries key 1, value 2).
+      const info = readErrorInfo((decodeStatus(bin).details[1] as { value: Uint8Array }).value);
+      expect(info).toEqual({
+        reason: "err:svc:data:key_not_found",
+        domain: "keyhold",
+        metadata: { requestId: err.metadata.get("request-id")[0] },
+      });
     });
   });
 
@@ -143,8 +176,8 @@ describe("field violations as google.rpc.BadRequest", () => {
       expect(res.status).toBe(400);
       const body = (await res.json()) as { code: string; details: Array<{ type: string; value: string }> };
       expect(body.code).toBe("invalid_argument");
-      expect(body.details.map((d) => d.type)).toEqual(["keyhold.v2.ErrorDetail", "google.rpc.BadRequest"]);
-      const badRequest = fromBinary(BadRequestSchema, Buffer.from(body.details[1]?.value ?? "", "base64"));
+      expect(body.details.map((d) => d.type)).toEqual(["keyhold.v2.ErrorDetail", "google.rpc.ErrorInfo", "google.rpc.BadRequest"]);
+      const badRequest = fromBinary(BadRequestSchema, Buffer.from(body.details[2]?.value ?? "", "base64"));
       expect(badRequest.fieldViolations.map(({ field, description }) => ({ field, description }))).toEqual([
         { field: "", description: "expire is not a known field of this request." },
       ]);
@@ -155,6 +188,9 @@ describe("field violations as google.rpc.BadRequest", () => {
       expect(err.code).toBe(Code.NotFound);
       expect(err.findDetails(ErrorDetailSchema)[0]?.code).toBe("err:svc:data:key_not_found");
       expect(err.findDetails(BadRequestSchema)).toEqual([]);
+      expect(err.findDetails(ErrorInfoSchema)).toEqual([
+        expect.objectContaining({ reason: "err:svc:data:key_not_found", domain: "keyhold", metadata: { requestId: err.metadata.get("x-request-id") } }),
+      ]);
     });
   });
 });

@@ -137,6 +137,9 @@ describe("every door refuses the same hostile requests the same way, within boun
         }
         // Every answer, success included, carries its request id.
         expect(outcome.requestId, shown).toMatch(/^req_/);
+        // On the RPC doors every error also carries the standard google.rpc.ErrorInfo, agreeing with the ErrorDetail.
+        if (door !== "json" && want.code !== undefined)
+          expect(outcome.info, shown).toMatchObject({ reason: want.code, domain: "keyhold", metadata: { requestId: outcome.requestId } });
         expect(peakGrowth, `${door} ${attack}: peak RSS grew by ${(peakGrowth / MiB).toFixed(1)} MiB`).toBeLessThan(PEAK_BOUND);
       });
     }

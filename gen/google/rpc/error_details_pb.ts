@@ -2,16 +2,17 @@
 // @generated from file google/rpc/error_details.proto (package google.rpc, syntax proto3)
 /* eslint-disable */
 
-// The standard error detail keyhold sends beside keyhold.v2.ErrorDetail on a
+// The standard error details keyhold sends beside keyhold.v2.ErrorDetail on a
 // failed gRPC or Connect call, so that a client generated in any language reads
-// field violations with the type its gRPC library already ships (Go's
-// errdetails.BadRequest, Python's error_details_pb2.BadRequest, Java's
-// com.google.rpc.BadRequest). Only the message keyhold sends is declared here;
+// them with the types its gRPC library already ships (Go's errdetails.ErrorInfo
+// and BadRequest, Python's error_details_pb2, Java's com.google.rpc). Only the
+// messages keyhold sends are declared here;
 // its package, names and field numbers are those of the public googleapis
 // definition, so the bytes decode with it. Clients should read it with their
 // language's googleapis package rather than generate this file: a second
 // generated copy of google.rpc.BadRequest can clash with the one that package
-// registers.
+// registers. A client without that package (Python from Debian's packages, say)
+// can generate this file and status.proto instead.
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
@@ -21,7 +22,45 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file google/rpc/error_details.proto.
  */
 export const file_google_rpc_error_details: GenFile = /*@__PURE__*/
-  fileDesc("Ch5nb29nbGUvcnBjL2Vycm9yX2RldGFpbHMucHJvdG8SCmdvb2dsZS5ycGMigwEKCkJhZFJlcXVlc3QSPwoQZmllbGRfdmlvbGF0aW9ucxgBIAMoCzIlLmdvb2dsZS5ycGMuQmFkUmVxdWVzdC5GaWVsZFZpb2xhdGlvbho0Cg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCWIGcHJvdG8z");
+  fileDesc("Ch5nb29nbGUvcnBjL2Vycm9yX2RldGFpbHMucHJvdG8SCmdvb2dsZS5ycGMikwEKCUVycm9ySW5mbxIOCgZyZWFzb24YASABKAkSDgoGZG9tYWluGAIgASgJEjUKCG1ldGFkYXRhGAMgAygLMiMuZ29vZ2xlLnJwYy5FcnJvckluZm8uTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEigwEKCkJhZFJlcXVlc3QSPwoQZmllbGRfdmlvbGF0aW9ucxgBIAMoCzIlLmdvb2dsZS5ycGMuQmFkUmVxdWVzdC5GaWVsZFZpb2xhdGlvbho0Cg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCWIGcHJvdG8z");
+
+/**
+ * ErrorInfo says why a call failed in a form a program can act on: sent with
+ * every failed call.
+ *
+ * @generated from message google.rpc.ErrorInfo
+ */
+export type ErrorInfo = Message<"google.rpc.ErrorInfo"> & {
+  /**
+   * keyhold's error code, the same as keyhold.v2.ErrorDetail.code and the JSON
+   * envelope's error type: `err:user:bad_request:invalid_input`.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * The system the reason belongs to: always `keyhold`.
+   *
+   * @generated from field: string domain = 2;
+   */
+  domain: string;
+
+  /**
+   * More about this failure: `requestId`, the request's id (as in
+   * keyhold.v2.ErrorDetail.request_id and the `request-id` trailer).
+   *
+   * @generated from field: map<string, string> metadata = 3;
+   */
+  metadata: { [key: string]: string };
+};
+
+/**
+ * Describes the message google.rpc.ErrorInfo.
+ * Use `create(ErrorInfoSchema)` to create a new message.
+ */
+export const ErrorInfoSchema: GenMessage<ErrorInfo> = /*@__PURE__*/
+  messageDesc(file_google_rpc_error_details, 0);
 
 /**
  * BadRequest lists the fields of a request that failed validation.
@@ -43,7 +82,7 @@ export type BadRequest = Message<"google.rpc.BadRequest"> & {
  * Use `create(BadRequestSchema)` to create a new message.
  */
 export const BadRequestSchema: GenMessage<BadRequest> = /*@__PURE__*/
-  messageDesc(file_google_rpc_error_details, 0);
+  messageDesc(file_google_rpc_error_details, 1);
 
 /**
  * FieldViolation is one field that failed validation.
@@ -73,5 +112,5 @@ export type BadRequest_FieldViolation = Message<"google.rpc.BadRequest.FieldViol
  * Use `create(BadRequest_FieldViolationSchema)` to create a new message.
  */
 export const BadRequest_FieldViolationSchema: GenMessage<BadRequest_FieldViolation> = /*@__PURE__*/
-  messageDesc(file_google_rpc_error_details, 0, 0);
+  messageDesc(file_google_rpc_error_details, 1, 0);
 
