@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     port: config.grpcPort,
     bodyLimitBytes: config.bodyLimitBytes,
     redisConfigured: config.redisUrl !== undefined,
+    reflection: config.grpcReflection,
   });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.port;

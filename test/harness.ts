@@ -153,7 +153,14 @@ export function useHarness(): Harness {
   };
 
   h.grpcPort = async () => {
-    if (!grpc) grpc = await startGrpcServer(h.deps, services(h.deps), { docsBase: DOCS, host: "127.0.0.1", port: 0, bodyLimitBytes: h.config.bodyLimitBytes });
+    if (!grpc)
+      grpc = await startGrpcServer(h.deps, services(h.deps), {
+        docsBase: DOCS,
+        host: "127.0.0.1",
+        port: 0,
+        bodyLimitBytes: h.config.bodyLimitBytes,
+        reflection: h.config.grpcReflection,
+      });
     return grpc.port;
   };
 

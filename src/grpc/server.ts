@@ -29,6 +29,7 @@ import { metricsOf } from "../transport/metrics.js";
 import { grpcOrigin } from "../transport/origin.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
+import { addReflection, REFLECTION_SERVICES } from "./reflection.js";
 
 /**
  * The google.rpc.Status of grpc-status-details-bin, with every detail of the
@@ -320,6 +321,8 @@ export interface GrpcServerOptions {
   bodyLimitBytes: number;
   /** Whether readiness (and so health) includes Redis. */
   redisConfigured?: boolean;
+  /** Serve gRPC server reflection, v1 and v1alpha (GRPC_REFLECTION, on by default; off here unless set). */
+  reflection?: boolean;
 }
 
 export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], options: GrpcServerOptions): Promise<GrpcServer> {
@@ -338,6 +341,11 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
   }
   const health = new HealthImplementation(statuses);
   health.addToServer(server);
+  if (options.reflection === true)
+    addReflection(
+      server,
+      entries.map((e) => e.service),
+    );
   // Health follows readiness (database, and Redis when configured), checked every 5 s.
   let closing = false;
   const follow = async () => {
@@ -352,7 +360,10 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
   const metrics = metricsOf(deps);
   watchStreams(
     server,
-    (path) => operations.has(path) || path.startsWith("/grpc.health.v1.Health/"),
+    (path) =>
+      operations.has(path) ||
+      path.startsWith("/grpc.health.v1.Health/") ||
+      (options.reflection === true && REFLECTION_SERVICES.some((s) => path.startsWith(`/${s}/`))),
     // Classed as a 404 would be on the JSON door (info), not as the 501 UNIMPLEMENTED stands for.
     () =>
       recordRequest(deps.log, metrics, { door: "grpc", operation: "unmatched", requestId: newRequestId(), status: "UNIMPLEMENTED", httpStatus: 404, ms: 0 }),

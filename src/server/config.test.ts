@@ -48,6 +48,13 @@ describe("loadConfig", () => {
     for (const bad of ["yes", "10.0.0.0/33", "10.0.0.1,", "lb.internal"]) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY/);
   });
 
+  it("reads GRPC_REFLECTION: on by default, off with false; anything else is refused", () => {
+    expect(loadConfig({}).grpcReflection).toBe(true);
+    expect(loadConfig({ GRPC_REFLECTION: "true" }).grpcReflection).toBe(true);
+    expect(loadConfig({ GRPC_REFLECTION: " FALSE " }).grpcReflection).toBe(false);
+    for (const bad of ["0", "off", "no"]) expect(() => loadConfig({ GRPC_REFLECTION: bad })).toThrow(/GRPC_REFLECTION/);
+  });
+
   describe("key-encryption keys", () => {
     const K1 = Buffer.alloc(32, 1).toString("base64");
     const K2 = Buffer.alloc(32, 2).toString("base64");

@@ -64,6 +64,8 @@ export interface Config {
   dashboardSignInWindowMs: number;
   /** Fastify's trustProxy: whose X-Forwarded-For/-Proto to believe (false = nobody's). */
   trustProxy: boolean | number | string[];
+  /** gRPC server reflection (grpc.reflection.v1 and v1alpha) on GRPC_PORT. */
+  grpcReflection: boolean;
 }
 
 export class ConfigError extends Error {
@@ -187,6 +189,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     problems.push(`DASHBOARD_COOKIE_SECURE=${JSON.stringify(env.DASHBOARD_COOKIE_SECURE)} is not one of auto, true, false`);
   }
 
+  const reflection = (env.GRPC_REFLECTION ?? "").trim().toLowerCase();
+  if (!["", "true", "false"].includes(reflection)) problems.push(`GRPC_REFLECTION=${JSON.stringify(env.GRPC_REFLECTION)} is not true or false`);
+
   const trustProxy = parseTrustProxy(env.TRUST_PROXY);
   if (trustProxy === undefined)
     problems.push(`TRUST_PROXY=${JSON.stringify(env.TRUST_PROXY)} is not true, false, a hop count, or a comma-separated list of IPs/CIDRs`);
@@ -195,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     databaseUrl,
     analyticsDatabaseUrl,
     trustProxy: trustProxy ?? false,
+    grpcReflection: reflection !== "false",
     host: env.HOST && env.HOST !== "" ? env.HOST : "0.0.0.0",
     port: int("PORT", 7070, 0, 65535),
     grpcPort: int("GRPC_PORT", 7071, 0, 65535),

@@ -33,7 +33,7 @@ export const file_google_rpc_error_details: GenFile = /*@__PURE__*/
 export type ErrorInfo = Message<"google.rpc.ErrorInfo"> & {
   /**
    * keyhold's error code, the same as keyhold.v2.ErrorDetail.code and the JSON
-   * envelope's error type: `err:user:bad_request:invalid_input`.
+   * envelope's error type: `err:svc:application:invalid_input`.
    *
    * @generated from field: string reason = 1;
    */

@@ -1,0 +1,192 @@
+// gRPC server reflection (grpc.reflection.v1, and v1alpha, whose messages are
+// the same bytes) on the gRPC port, so that grpcurl, Postman and other
+// reflection-based tools list and call keyhold's services without the proto
+// files. The files it hands out are the very descriptors the services are built
+// from (gen/, protobuf-es), so what a tool sees is what the door decodes.
+//
+// Written here rather than taken from @grpc/reflection, grpc-node's package:
+// that one works out a file's imports from the types its fields use, so an
+// import used only for options was left out of its answers. Every keyhold
+// request imports buf/validate/validate.proto for its field rules that way, and
+// a client building descriptors from the answer (protobuf-es createFileRegistry,
+// Go's protodesc) failed with "Cannot find buf/validate/validate.proto" (tried
+// with @grpc/reflection 1.0.4). Here a file's imports are the ones it declares.
+import { create, type DescFile, type DescMessage, type DescService, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { protoPath as healthProtoPath } from "grpc-health-check";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
+import {
+  ServerReflection,
+  type ServerReflectionRequest,
+  ServerReflectionRequestSchema,
+  type ServerReflectionResponse,
+  ServerReflectionResponseSchema,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+
+/** The reflection service, v1 and v1alpha (same messages, another package name). */
+export const REFLECTION_SERVICES = [ServerReflection.typeName, "grpc.reflection.v1alpha.ServerReflection"];
+
+interface File {
+  name: string;
+  /** The serialised FileDescriptorProto. */
+  bytes: Uint8Array;
+  /** The names of the files it imports. */
+  imports: string[];
+}
+
+/** What reflection answers from: files by name, the file declaring each symbol, extensions by type. */
+class Index {
+  readonly files = new Map<string, File>();
+  readonly symbols = new Map<string, string>();
+  readonly extensions = new Map<string, Map<number, string>>();
+
+  addFile(name: string, bytes: Uint8Array, imports: string[]): void {
+    if (!this.files.has(name)) this.files.set(name, { name, bytes, imports });
+  }
+
+  /** A file from protobuf-es, with every file it imports and every name it declares. */
+  addDesc(file: DescFile): void {
+    if (this.files.has(file.proto.name)) return;
+    this.addFile(file.proto.name, toBinary(FileDescriptorProtoSchema, file.proto), file.proto.dependency);
+    for (const d of file.dependencies) this.addDesc(d);
+    const symbol = (name: string) => this.symbols.set(name, file.proto.name);
+    const message = (m: DescMessage): void => {
+      symbol(m.typeName);
+      for (const f of m.fields) symbol(`${m.typeName}.${f.name}`);
+      for (const o of m.oneofs) symbol(`${m.typeName}.${o.name}`);
+      for (const n of m.nestedMessages) message(n);
+      for (const e of m.nestedEnums) symbol(e.typeName);
+      for (const x of m.nestedExtensions) this.addExtension(x.typeName, x.extendee.typeName, x.number, file.proto.name);
+    };
+    for (const m of file.messages) message(m);
+    for (const e of file.enums) symbol(e.typeName);
+    for (const s of file.services) {
+      symbol(s.typeName);
+      for (const m of s.methods) symbol(`${s.typeName}.${m.name}`);
+    }
+    for (const x of file.extensions) this.addExtension(x.typeName, x.extendee.typeName, x.number, file.proto.name);
+  }
+
+  private addExtension(name: string, extendee: string, num: number, fileName: string): void {
+    this.symbols.set(name, fileName);
+    let byNumber = this.extensions.get(extendee);
+    if (byNumber === undefined) this.extensions.set(extendee, (byNumber = new Map()));
+    byNumber.set(num, fileName);
+  }
+}
+
+/** The health service's file as grpc-health-check loads it (it has no imports), with its names. */
+function addHealth(index: Index): string {
+  const def = protoLoader.loadSync(healthProtoPath);
+  const request = def["grpc.health.v1.HealthCheckRequest"] as protoLoader.ProtobufTypeDefinition | undefined;
+  const bytes = request?.fileDescriptorProtos[0];
+  if (bytes === undefined) throw new Error("grpc-health-check's proto has no grpc.health.v1.HealthCheckRequest");
+  const proto = fromBinary(FileDescriptorProtoSchema, bytes);
+  index.addFile(proto.name, bytes, proto.dependency);
+  const pkg = proto.package;
+  for (const m of proto.messageType) index.symbols.set(`${pkg}.${m.name}`, proto.name);
+  for (const e of proto.enumType) index.symbols.set(`${pkg}.${e.name}`, proto.name);
+  for (const s of proto.service) {
+    index.symbols.set(`${pkg}.${s.name}`, proto.name);
+    for (const m of s.method) index.symbols.set(`${pkg}.${s.name}.${m.name}`, proto.name);
+  }
+  return `${pkg}.Health`;
+}
+
+const NOT_FOUND = grpc.status.NOT_FOUND;
+
+/** One answer. `sent` holds the files this stream has sent: imports go once per stream, the file asked for always. */
+function answer(index: Index, listed: string[], req: ServerReflectionRequest, sent: Set<string>): ServerReflectionResponse {
+  const reply = (messageResponse: NonNullable<MessageInitShape<typeof ServerReflectionResponseSchema>["messageResponse"]>) =>
+    create(ServerReflectionResponseSchema, { validHost: req.host, originalRequest: req, messageResponse });
+  const notFound = (errorMessage: string) => reply({ case: "errorResponse", value: { errorCode: NOT_FOUND, errorMessage } });
+  const filesFrom = (name: string) => {
+    const out: Uint8Array[] = [];
+    const visit = (n: string, asked: boolean) => {
+      const f = index.files.get(n);
+      if (f === undefined || (!asked && sent.has(n))) return;
+      sent.add(n);
+      out.push(f.bytes);
+      for (const i of f.imports) visit(i, false);
+    };
+    visit(name, true);
+    return reply({ case: "fileDescriptorResponse", value: { fileDescriptorProto: out } });
+  };
+  const r = req.messageRequest;
+  switch (r.case) {
+    case "listServices":
+      return reply({ case: "listServicesResponse", value: { service: listed.map((name) => ({ name })) } });
+    case "fileByFilename":
+      return index.files.has(r.value) ? filesFrom(r.value) : notFound(`No file named ${r.value}.`);
+    case "fileContainingSymbol": {
+      const file = index.symbols.get(r.value);
+      return file === undefined ? notFound(`No symbol named ${r.value}.`) : filesFrom(file);
+    }
+    case "fileContainingExtension": {
+      const file = index.extensions.get(r.value.containingType)?.get(r.value.extensionNumber);
+      return file === undefined ? notFound(`No extension ${r.value.extensionNumber} of ${r.value.containingType}.`) : filesFrom(file);
+    }
+    case "allExtensionNumbersOfType": {
+      if (!index.symbols.has(r.value)) return notFound(`No type named ${r.value}.`);
+      const numbers = [...(index.extensions.get(r.value)?.keys() ?? [])].sort((a, b) => a - b);
+      return reply({ case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } });
+    }
+    default:
+      return reply({ case: "errorResponse", value: { errorCode: grpc.status.INVALID_ARGUMENT, errorMessage: "The request asks nothing." } });
+  }
+}
+
+/**
+ * Adds reflection, v1 and v1alpha, listing `services` and the health service.
+ * The error detail types (google.rpc.Status, ErrorInfo, BadRequest;
+ * keyhold.v2.ErrorDetail comes with the services) resolve by name too, so a
+ * tool can print a failed call's details.
+ */
+export function addReflection(server: grpc.Server, services: DescService[]): void {
+  const index = new Index();
+  for (const s of services) index.addDesc(s.file);
+  index.addDesc(file_google_rpc_status);
+  index.addDesc(file_google_rpc_error_details);
+  const listed = [...services.map((s) => s.typeName), addHealth(index)];
+
+  const method = ServerReflection.method.serverReflectionInfo;
+  const handler = (call: grpc.ServerDuplexStream<ServerReflectionRequest | undefined, ServerReflectionResponse>) => {
+    const sent = new Set<string>();
+    call.on("data", (req: ServerReflectionRequest | undefined) =>
+      call.write(
+        req === undefined
+          ? create(ServerReflectionResponseSchema, {
+              messageResponse: { case: "errorResponse", value: { errorCode: grpc.status.INVALID_ARGUMENT, errorMessage: "The request could not be read." } },
+            })
+          : answer(index, listed, req, sent),
+      ),
+    );
+    call.on("end", () => call.end());
+    // A client gone mid-stream: nothing to answer.
+    call.on("error", () => undefined);
+  };
+  for (const name of REFLECTION_SERVICES) {
+    const definition: grpc.ServiceDefinition = {
+      [method.name]: {
+        path: `/${name}/${method.name}`,
+        requestStream: true,
+        responseStream: true,
+        requestSerialize: (m: ServerReflectionRequest) => Buffer.from(toBinary(ServerReflectionRequestSchema, m)),
+        // Bytes that do not decode are answered in the stream, as any other question without an answer.
+        requestDeserialize: (b: Buffer) => {
+          try {
+            return fromBinary(ServerReflectionRequestSchema, b);
+          } catch {
+            return undefined;
+          }
+        },
+        responseSerialize: (m: ServerReflectionResponse) => Buffer.from(toBinary(ServerReflectionResponseSchema, m)),
+        responseDeserialize: (b: Buffer) => fromBinary(ServerReflectionResponseSchema, b),
+      } as grpc.MethodDefinition<unknown, unknown>,
+    };
+    server.addService(definition, { [method.name]: handler as grpc.UntypedHandleCall });
+  }
+}

@@ -1,0 +1,247 @@
+// gRPC server reflection, as grpcurl and other reflection-based tools use it: a
+// client that has no proto file asks the server which services it has, fetches
+// the descriptors of keyhold.v2.KeysService, builds a client from them and calls
+// VerifyKey; a failed call's details are decoded from descriptors fetched the
+// same way. Both published versions (v1 and v1alpha) answer alike, and
+// GRPC_REFLECTION=false turns both off.
+import path from "node:path";
+import { create, createFileRegistry, type FileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { anyUnpack, type FileDescriptorProto, FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { startGrpcServer } from "../../src/grpc/server.js";
+import { projectDir } from "../../src/paths.js";
+import { services } from "../../src/server/registry.js";
+import { api, key } from "../fixtures.js";
+import { bearer, call, loadServices, service } from "../grpc-client.js";
+import { DOCS, useHarness } from "../harness.js";
+
+const h = useHarness();
+
+// The client knows only gRPC's published reflection messages (proto/grpc/reflection/v1,
+// the same as gRPC's own; v1alpha is the same messages under another package).
+type Version = "v1" | "v1alpha";
+
+// biome-ignore lint/suspicious/noExplicitAny: messages of a client built at run time
+type Json = any;
+
+function reflectionClient(version: Version, port: number): grpc.Client {
+  const def = protoLoader.loadSync(path.join(projectDir, "proto/grpc/reflection/v1/reflection.proto"), { keepCase: false, longs: String, oneofs: true });
+  const v1 = def["grpc.reflection.v1.ServerReflection"] as grpc.ServiceDefinition;
+  const service = Object.fromEntries(
+    Object.entries(v1).map(([name, m]) => [name, { ...m, path: m.path.replace("grpc.reflection.v1.", `grpc.reflection.${version}.`) }]),
+  ) as grpc.ServiceDefinition;
+  const Ctor = grpc.makeGenericClientConstructor(service, "ServerReflection");
+  return new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+}
+
+/** Requests on one ServerReflectionInfo stream, and their answers in order. */
+function askAll(client: grpc.Client, requests: Json[]): Promise<Json[]> {
+  return new Promise((resolve, reject) => {
+    const stream = (client as Json).serverReflectionInfo() as grpc.ClientDuplexStream<Json, Json>;
+    const answers: Json[] = [];
+    stream.on("data", (m: Json) => {
+      answers.push(m);
+      if (answers.length === requests.length) stream.end();
+    });
+    stream.on("error", reject);
+    stream.on("end", () => resolve(answers));
+    for (const r of requests) stream.write({ host: "", ...r });
+  });
+}
+
+/** One request on its own stream, and its answer. */
+const ask = async (client: grpc.Client, request: Json): Promise<Json> => (await askAll(client, [request]))[0];
+
+const fileNames = (answer: Json): string[] =>
+  (answer.fileDescriptorResponse.fileDescriptorProto as Buffer[]).map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+
+/**
+ * The files some symbols need, fetched by reflection (each answer holds the file
+ * asked for first, then its imports), as a FileDescriptorSet in import order.
+ */
+async function descriptorsOf(client: grpc.Client, ...symbols: string[]): Promise<Uint8Array> {
+  const files = new Map<string, FileDescriptorProto>();
+  for (const symbol of symbols) {
+    const answer = await ask(client, { fileContainingSymbol: symbol });
+    expect(answer.errorResponse, symbol).toBeUndefined();
+    for (const bin of answer.fileDescriptorResponse.fileDescriptorProto as Buffer[]) {
+      const file = fromBinary(FileDescriptorProtoSchema, bin);
+      files.set(file.name, file);
+    }
+  }
+  const ordered: FileDescriptorProto[] = [];
+  const place = (name: string) => {
+    const file = files.get(name);
+    if (file === undefined || ordered.includes(file)) return;
+    for (const d of file.dependency) place(d);
+    ordered.push(file);
+  };
+  for (const name of files.keys()) place(name);
+  return toBinary(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: ordered }));
+}
+
+const KEYHOLD_SERVICES = [
+  "keyhold.v2.AnalyticsService",
+  "keyhold.v2.ApisService",
+  "keyhold.v2.AuditLogsService",
+  "keyhold.v2.IdentitiesService",
+  "keyhold.v2.KeysService",
+  "keyhold.v2.PermissionsService",
+  "keyhold.v2.RatelimitService",
+  "keyhold.v2.RootKeysService",
+];
+
+describe("gRPC server reflection", () => {
+  let port: number;
+  let rootKey: string;
+  let presented: string;
+
+  beforeAll(async () => {
+    port = await h.grpcPort();
+    rootKey = await h.rootKey(["apis.*.create_api", "apis.*.create_key", "apis.*.verify_key"]);
+    presented = (await key(h, rootKey, await api(h, rootKey))).key;
+  });
+
+  for (const version of ["v1", "v1alpha"] as const) {
+    describe(version, () => {
+      let client: grpc.Client;
+      beforeAll(() => {
+        client = reflectionClient(version, port);
+      });
+      afterAll(() => client.close());
+
+      it("lists the services this port serves, and not the Connect-only dashboard", async () => {
+        const answer = await ask(client, { listServices: "*" });
+        const names = (answer.listServicesResponse.service as Array<{ name: string }>).map((s) => s.name).sort();
+        expect(names).toEqual([...KEYHOLD_SERVICES, "grpc.health.v1.Health"].sort());
+      });
+
+      it("gives KeysService's descriptors, from which a client calls VerifyKey", async () => {
+        const set = await descriptorsOf(client, "keyhold.v2.KeysService");
+        const def = protoLoader.loadFileDescriptorSetFromBuffer(Buffer.from(set), { keepCase: false, longs: String, defaults: true });
+        const Keys = (grpc.loadPackageDefinition(def) as Json).keyhold.v2.KeysService as grpc.ServiceClientConstructor;
+        const keys = new Keys(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as Json;
+        const md = new grpc.Metadata();
+        md.set("authorization", `Bearer ${rootKey}`);
+        const reply = await new Promise<Json>((resolve, reject) =>
+          keys.verifyKey({ key: presented }, md, (err: Error | null, r: Json) => (err ? reject(err) : resolve(r))),
+        );
+        keys.close();
+        expect(reply).toMatchObject({ valid: true, code: "VALID" });
+      });
+
+      it("resolves the error detail types, so a failed call's details decode from reflection alone", async () => {
+        const registry: FileRegistry = createFileRegistry(
+          fromBinary(FileDescriptorSetSchema, await descriptorsOf(client, "keyhold.v2.KeysService", "google.rpc.Status", "google.rpc.ErrorInfo")),
+        );
+        const Keys = grpc.makeGenericClientConstructor({}, "KeysService");
+        const raw = new Keys(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+        const md = new grpc.Metadata();
+        md.set("authorization", `Bearer ${rootKey}`);
+        const req = registry.getMessage("keyhold.v2.GetKeyRequest");
+        if (req === undefined) throw new Error("keyhold.v2.GetKeyRequest not resolved");
+        const bytes = Buffer.from(toBinary(req, create(req, { keyId: "key_doesnotexist0000" })));
+        const err = await new Promise<grpc.ServiceError>((resolve) =>
+          raw.makeUnaryRequest(
+            "/keyhold.v2.KeysService/GetKey",
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+            bytes,
+            md,
+            (e) => resolve(e as grpc.ServiceError),
+          ),
+        );
+        raw.close();
+        expect(err.code).toBe(grpc.status.NOT_FOUND);
+        const statusDesc = registry.getMessage("google.rpc.Status");
+        if (statusDesc === undefined) throw new Error("google.rpc.Status not resolved");
+        const status = fromBinary(statusDesc, err.metadata.get("grpc-status-details-bin")[0] as Buffer) as Json;
+        const details = (status.details as Json[]).map((a) => anyUnpack(a, registry) as Json);
+        expect(details.map((d) => d.$typeName)).toEqual(["keyhold.v2.ErrorDetail", "google.rpc.ErrorInfo"]);
+        expect(details[1]).toMatchObject({ reason: "err:svc:data:key_not_found", domain: "keyhold", metadata: { requestId: details[0].requestId } });
+      });
+
+      it("answers an unknown symbol or file with NOT_FOUND in the stream, not a failed call", async () => {
+        for (const request of [{ fileContainingSymbol: "keyhold.v2.NoSuchService" }, { fileByFilename: "keyhold/v2/nope.proto" }]) {
+          const answer = await ask(client, request);
+          expect(answer.errorResponse?.errorCode, JSON.stringify(request)).toBe(grpc.status.NOT_FOUND);
+        }
+      });
+
+      it("finds a file by its name, with its imports (protovalidate's included)", async () => {
+        const names = fileNames(await ask(client, { fileByFilename: "keyhold/v2/keys_service.proto" }));
+        expect(names[0]).toBe("keyhold/v2/keys_service.proto");
+        expect(names).toEqual(expect.arrayContaining(["buf/validate/validate.proto", "google/protobuf/descriptor.proto"]));
+      });
+    });
+  }
+
+  it("on one stream, each import is sent once; the file asked for always", async () => {
+    const client = reflectionClient("v1", port);
+    const [keys, apis, again] = await askAll(client, [
+      { fileContainingSymbol: "keyhold.v2.KeysService" },
+      { fileContainingSymbol: "keyhold.v2.ApisService" },
+      { fileContainingSymbol: "keyhold.v2.KeysService.VerifyKey" },
+    ]);
+    client.close();
+    const first = fileNames(keys);
+    expect(first).toContain("buf/validate/validate.proto");
+    const second = fileNames(apis);
+    expect(second[0]).toBe("keyhold/v2/apis_service.proto");
+    expect(second.filter((n) => first.includes(n))).toEqual([]);
+    expect(fileNames(again)).toEqual(["keyhold/v2/keys_service.proto"]);
+  });
+
+  it("a question that does not decode is answered INVALID_ARGUMENT in the stream, which goes on", async () => {
+    const id = (b: Buffer) => b;
+    const raw = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const stream = raw.makeBidiStreamRequest("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", id, id);
+    const answers: Buffer[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on("data", (b: Buffer) => {
+        answers.push(b);
+        if (answers.length === 2) stream.end();
+      });
+      stream.on("error", reject);
+      stream.on("end", resolve);
+    });
+    stream.write(Buffer.from([0x1a, 0x05, 0x61])); // file_by_filename claiming 5 bytes, holding 1
+    stream.write(
+      Buffer.from(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "*" } }))),
+    );
+    await done;
+    raw.close();
+    const [bad, good] = answers.map((b) => fromBinary(ServerReflectionResponseSchema, b));
+    expect(bad?.messageResponse).toMatchObject({ case: "errorResponse", value: { errorCode: grpc.status.INVALID_ARGUMENT } });
+    expect(good?.messageResponse.case).toBe("listServicesResponse");
+  });
+
+  it("GRPC_REFLECTION=false: both versions answer UNIMPLEMENTED, and the services still serve", async () => {
+    const server = await startGrpcServer(h.deps, services(h.deps), {
+      docsBase: DOCS,
+      host: "127.0.0.1",
+      port: 0,
+      bodyLimitBytes: h.config.bodyLimitBytes,
+      reflection: false,
+    });
+    try {
+      for (const version of ["v1", "v1alpha"] as const) {
+        const client = reflectionClient(version, server.port);
+        const err = await ask(client, { listServices: "*" }).then(
+          () => undefined,
+          (e: grpc.ServiceError) => e,
+        );
+        client.close();
+        expect(err?.code, version).toBe(grpc.status.UNIMPLEMENTED);
+      }
+      const keys = new (service(loadServices("keys_service.proto"), "KeysService"))(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+      expect(await call(keys, "verifyKey", { key: presented }, bearer(rootKey))).toMatchObject({ valid: true, code: "VALID" });
+      keys.close();
+    } finally {
+      await server.close(1_000);
+    }
+  });
+});
