@@ -179,6 +179,16 @@ describe("gRPC server reflection", () => {
     });
   }
 
+  it("the dashboard's service, Connect-only, is not served over gRPC either: UNIMPLEMENTED", async () => {
+    const raw = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const id = (b: Buffer) => b;
+    const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+      raw.makeUnaryRequest("/keyhold.dashboard.v1.DashboardService/ListWorkspaces", id, id, Buffer.alloc(0), bearer(rootKey), (e) => resolve(e)),
+    );
+    raw.close();
+    expect(err?.code).toBe(grpc.status.UNIMPLEMENTED);
+  });
+
   it("on one stream, each import is sent once; the file asked for always", async () => {
     const client = reflectionClient("v1", port);
     const [keys, apis, again] = await askAll(client, [

@@ -1074,8 +1074,11 @@ export const GranularitySchema: GenEnum<Granularity> = /*@__PURE__*/
  * DashboardService is what the dashboard needs besides the keyhold.v2 operations.
  * It is served on the Connect door of the HTTP port only, to an operator's
  * dashboard session (cookie, x-csrf-token and same-origin Origin); root keys are
- * never accepted, and it is not part of the JSON /v2 API or gRPC. A workspace an
- * operator does not belong to answers as one that does not exist (403).
+ * never accepted, and it is not part of the JSON /v2 API or gRPC (there it
+ * answers UNIMPLEMENTED, and server reflection does not list it). Clients
+ * generated from proto/ leave this directory out: generate proto/keyhold/v2.
+ * A workspace an operator does not belong to answers as one that does not
+ * exist (403).
  *
  * @generated from service keyhold.dashboard.v1.DashboardService
  */
