@@ -11,13 +11,15 @@
 // a client building descriptors from the answer (protobuf-es createFileRegistry,
 // Go's protodesc) failed with "Cannot find buf/validate/validate.proto" (tried
 // with @grpc/reflection 1.0.4). Here a file's imports are the ones it declares.
-import { create, type DescFile, type DescMessage, type DescService, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+// The health service's file is keyhold's copy too (proto/grpc/health/v1):
+// grpc-health-check's, as proto-loader rebuilds it, names its map entry
+// `Statuses` instead of `StatusesEntry`, which Go's protodesc refuses.
+import { create, type DescEnum, type DescFile, type DescMessage, type DescService, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { protoPath as healthProtoPath } from "grpc-health-check";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
+import { file_grpc_health_v1_health, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import {
   ServerReflection,
   type ServerReflectionRequest,
@@ -43,26 +45,29 @@ class Index {
   readonly symbols = new Map<string, string>();
   readonly extensions = new Map<string, Map<number, string>>();
 
-  addFile(name: string, bytes: Uint8Array, imports: string[]): void {
-    if (!this.files.has(name)) this.files.set(name, { name, bytes, imports });
-  }
-
   /** A file from protobuf-es, with every file it imports and every name it declares. */
   addDesc(file: DescFile): void {
     if (this.files.has(file.proto.name)) return;
-    this.addFile(file.proto.name, toBinary(FileDescriptorProtoSchema, file.proto), file.proto.dependency);
+    this.files.set(file.proto.name, { name: file.proto.name, bytes: toBinary(FileDescriptorProtoSchema, file.proto), imports: file.proto.dependency });
     for (const d of file.dependencies) this.addDesc(d);
     const symbol = (name: string) => this.symbols.set(name, file.proto.name);
+    // An enum's values are named in the scope that holds the enum, as protobuf scopes them.
+    const enumeration = (e: DescEnum, scope: string): void => {
+      symbol(e.typeName);
+      for (const v of e.values) symbol(`${scope}${v.name}`);
+    };
     const message = (m: DescMessage): void => {
       symbol(m.typeName);
       for (const f of m.fields) symbol(`${m.typeName}.${f.name}`);
       for (const o of m.oneofs) symbol(`${m.typeName}.${o.name}`);
+      // A map field's entry type, which protobuf-es does not list among the nested messages.
+      for (const t of m.proto.nestedType) if (t.options?.mapEntry === true) symbol(`${m.typeName}.${t.name}`);
       for (const n of m.nestedMessages) message(n);
-      for (const e of m.nestedEnums) symbol(e.typeName);
+      for (const e of m.nestedEnums) enumeration(e, `${m.typeName}.`);
       for (const x of m.nestedExtensions) this.addExtension(x.typeName, x.extendee.typeName, x.number, file.proto.name);
     };
     for (const m of file.messages) message(m);
-    for (const e of file.enums) symbol(e.typeName);
+    for (const e of file.enums) enumeration(e, file.proto.package === "" ? "" : `${file.proto.package}.`);
     for (const s of file.services) {
       symbol(s.typeName);
       for (const m of s.methods) symbol(`${s.typeName}.${m.name}`);
@@ -76,24 +81,6 @@ class Index {
     if (byNumber === undefined) this.extensions.set(extendee, (byNumber = new Map()));
     byNumber.set(num, fileName);
   }
-}
-
-/** The health service's file as grpc-health-check loads it (it has no imports), with its names. */
-function addHealth(index: Index): string {
-  const def = protoLoader.loadSync(healthProtoPath);
-  const request = def["grpc.health.v1.HealthCheckRequest"] as protoLoader.ProtobufTypeDefinition | undefined;
-  const bytes = request?.fileDescriptorProtos[0];
-  if (bytes === undefined) throw new Error("grpc-health-check's proto has no grpc.health.v1.HealthCheckRequest");
-  const proto = fromBinary(FileDescriptorProtoSchema, bytes);
-  index.addFile(proto.name, bytes, proto.dependency);
-  const pkg = proto.package;
-  for (const m of proto.messageType) index.symbols.set(`${pkg}.${m.name}`, proto.name);
-  for (const e of proto.enumType) index.symbols.set(`${pkg}.${e.name}`, proto.name);
-  for (const s of proto.service) {
-    index.symbols.set(`${pkg}.${s.name}`, proto.name);
-    for (const m of s.method) index.symbols.set(`${pkg}.${s.name}.${m.name}`, proto.name);
-  }
-  return `${pkg}.Health`;
 }
 
 const NOT_FOUND = grpc.status.NOT_FOUND;
@@ -150,7 +137,8 @@ export function addReflection(server: grpc.Server, services: DescService[]): voi
   for (const s of services) index.addDesc(s.file);
   index.addDesc(file_google_rpc_status);
   index.addDesc(file_google_rpc_error_details);
-  const listed = [...services.map((s) => s.typeName), addHealth(index)];
+  index.addDesc(file_grpc_health_v1_health);
+  const listed = [...services.map((s) => s.typeName), Health.typeName];
 
   const method = ServerReflection.method.serverReflectionInfo;
   const handler = (call: grpc.ServerDuplexStream<ServerReflectionRequest | undefined, ServerReflectionResponse>) => {

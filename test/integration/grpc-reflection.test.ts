@@ -164,6 +164,17 @@ describe("gRPC server reflection", () => {
         expect(details[1]).toMatchObject({ reason: "err:svc:data:key_not_found", domain: "keyhold", metadata: { requestId: details[0].requestId } });
       });
 
+      it("finds every kind of name: field, nested enum value, top-level enum value, map entry, method", async () => {
+        const cases = {
+          "keyhold.v2.VerifyKeyRequest.key": "keyhold/v2/keys_service.proto",
+          "grpc.health.v1.HealthCheckResponse.SERVING": "grpc/health/v1/health.proto",
+          "google.protobuf.NULL_VALUE": "google/protobuf/struct.proto",
+          "google.rpc.ErrorInfo.MetadataEntry": "google/rpc/error_details.proto",
+          "grpc.health.v1.Health.Watch": "grpc/health/v1/health.proto",
+        };
+        for (const [symbol, file] of Object.entries(cases)) expect(fileNames(await ask(client, { fileContainingSymbol: symbol }))[0], symbol).toBe(file);
+      });
+
       it("answers an unknown symbol or file with NOT_FOUND in the stream, not a failed call", async () => {
         for (const request of [{ fileContainingSymbol: "keyhold.v2.NoSuchService" }, { fileByFilename: "keyhold/v2/nope.proto" }]) {
           const answer = await ask(client, request);
