@@ -143,15 +143,19 @@ export function addReflection(server: grpc.Server, services: DescService[]): voi
   const method = ServerReflection.method.serverReflectionInfo;
   const handler = (call: grpc.ServerDuplexStream<ServerReflectionRequest | undefined, ServerReflectionResponse>) => {
     const sent = new Set<string>();
-    call.on("data", (req: ServerReflectionRequest | undefined) =>
-      call.write(
+    call.on("data", (req: ServerReflectionRequest | undefined) => {
+      const reply =
         req === undefined
           ? create(ServerReflectionResponseSchema, {
               messageResponse: { case: "errorResponse", value: { errorCode: grpc.status.INVALID_ARGUMENT, errorMessage: "The request could not be read." } },
             })
-          : answer(index, listed, req, sent),
-      ),
-    );
+          : answer(index, listed, req, sent);
+      // A client that asks without reading the answers is not read from until it does: answers do not pile up here.
+      if (!call.write(reply)) {
+        call.pause();
+        call.once("drain", () => call.resume());
+      }
+    });
     call.on("end", () => call.end());
     // A client gone mid-stream: nothing to answer.
     call.on("error", () => undefined);

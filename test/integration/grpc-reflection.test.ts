@@ -4,19 +4,24 @@
 // VerifyKey; a failed call's details are decoded from descriptors fetched the
 // same way. Both published versions (v1 and v1alpha) answer alike, and
 // GRPC_REFLECTION=false turns both off.
+import http2 from "node:http2";
 import path from "node:path";
 import { create, createFileRegistry, type FileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyUnpack, type FileDescriptorProto, FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import mysql from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { startGrpcServer } from "../../src/grpc/server.js";
 import { projectDir } from "../../src/paths.js";
 import { services } from "../../src/server/registry.js";
+import { uid } from "../contract/shared/helpers.js";
+import { peakRssOf, resetPeak, rssOf } from "../doors/attacks.js";
 import { api, key } from "../fixtures.js";
 import { bearer, call, loadServices, service } from "../grpc-client.js";
 import { DOCS, useHarness } from "../harness.js";
+import { type ServerProcess, startServer } from "../server-process.js";
 
 const h = useHarness();
 
@@ -264,5 +269,54 @@ describe("gRPC server reflection", () => {
     } finally {
       await server.close(1_000);
     }
+  });
+});
+
+describe("gRPC server reflection, against a client that asks without reading", () => {
+  const database = `keyhold_t_${uid("reflection_flood")}`;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    const u = new URL(inject("mysqlServer"));
+    u.pathname = `/${database}`;
+    server = await startServer(u.toString());
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.kill();
+    const conn = await mysql.createConnection(inject("mysqlServer"));
+    await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
+    await conn.end();
+  });
+
+  it("stops reading its questions once answers wait: the server's memory stays bounded", async () => {
+    const pid = server.proc.pid as number;
+    // 200,000 questions of a few bytes, each answered with validate.proto (55 KB). Measured: peak RSS +4.6 MiB;
+    // +84.8 MiB in the same 3 s when answers were written without waiting for the client.
+    const question = Buffer.from(
+      toBinary(
+        ServerReflectionRequestSchema,
+        create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "buf/validate/validate.proto" } }),
+      ),
+    );
+    const framed = Buffer.alloc(5 + question.length);
+    framed.writeUInt32BE(question.length, 1);
+    question.copy(framed, 5);
+    const before = rssOf(pid);
+    resetPeak(pid);
+    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    stream.pause(); // never read: HTTP/2 flow control then holds the server's answers back
+    stream.write(Buffer.concat(Array.from({ length: 200_000 }, () => framed)));
+    await new Promise((r) => setTimeout(r, 3_000));
+    const growth = peakRssOf(pid) - before;
+    stream.destroy();
+    session.destroy();
+    expect(growth, `peak RSS grew by ${(growth / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(32 * 2 ** 20);
   });
 });
