@@ -87,6 +87,43 @@ class Times {
   }
 }
 
+/**
+ * SQL literals of one batch, each value's made once: the same workspace, key,
+ * outcome and region recur in event after event, and a Map lookup of a string
+ * that came from the same record (its hash kept in the string) is cheaper than
+ * testing and quoting it again.
+ */
+class Lits {
+  private readonly made = new Map<string, string>();
+  of(v: string): string {
+    let t = this.made.get(v);
+    if (t === undefined) this.made.set(v, (t = lit(v)));
+    return t;
+  }
+}
+
+/**
+ * Small integers for tuples of strings, found through one Map per part: a key
+ * joined from the parts would be a new string per event, hashed in full each
+ * time. Built per batch; tuples share their leading parts (the workspace, the key).
+ */
+class TupleIds {
+  private readonly root = new Map<string, unknown>();
+  private next = 0;
+  id(parts: readonly string[]): number {
+    let m = this.root;
+    const last = parts.length - 1;
+    for (let i = 0; i < last; i++) {
+      let n = m.get(parts[i] as string) as Map<string, unknown> | undefined;
+      if (n === undefined) m.set(parts[i] as string, (n = new Map()));
+      m = n;
+    }
+    let id = m.get(parts[last] as string) as number | undefined;
+    if (id === undefined) m.set(parts[last] as string, (id = this.next++));
+    return id;
+  }
+}
+
 const tagsText = (tags: readonly string[]): string => (tags.length === 0 ? "[]" : JSON.stringify(tags));
 
 /**
@@ -105,11 +142,21 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       if (t === undefined) tagTexts.set(e.tags, (t = tagsText(e.tags)));
       return t;
     };
+    const lits = new Lits();
+    // The six columns of the key's own, as text once per distinct key in the batch.
+    const keyIds = new TupleIds();
+    const keyTexts: string[] = [];
     const values: string[] = [];
-    for (const e of verifications)
+    for (const e of verifications) {
+      const k = keyIds.id([e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId]);
+      let keyText = keyTexts[k];
+      if (keyText === undefined)
+        keyTexts[k] =
+          keyText = `${lits.of(e.workspaceId)},${lits.of(e.keySpaceId)},${lits.of(e.apiId)},${lits.of(e.keyId)},${lits.of(e.identityId)},${lits.of(e.externalId)}`;
       values.push(
-        `(${lit(e.requestId)},${times.at(e.time)},${lit(e.workspaceId)},${lit(e.keySpaceId)},${lit(e.apiId)},${lit(e.keyId)},${lit(e.identityId)},${lit(e.externalId)},${lit(e.outcome)},${lit(e.region)},${lit(tagsOf(e))},${Math.trunc(e.spentCredits)})`,
+        `(${lit(e.requestId)},${times.at(e.time)},${keyText},${lits.of(e.outcome)},${lits.of(e.region)},${lits.of(tagsOf(e))},${Math.trunc(e.spentCredits)})`,
       );
+    }
     out.push({
       sql: `INSERT INTO analytics_verifications (request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${values.join(",")}`,
       params: [],
@@ -134,43 +181,47 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
 interface Sum<E> {
   /** The bucket's start, Unix ms. */
   start: number;
+  /** Its identity's number (TupleIds), the same in every roll-up. */
+  id: number;
   e: E;
   count: number;
   /** verifications: spent credits; rate limits: checks passed. */
   extra: number;
 }
 
-/**
- * Sums per minute first (one key built per event), then the hours, days and
- * months from the minutes (one per minute group): events of a batch share few
- * minutes, so the coarser roll-ups cost next to nothing.
- */
-function rollUp<E extends { time: number }>(events: readonly E[], identity: (e: E) => string, extra: (e: E) => number): Map<Rollup, Sum<E>[]> {
-  const byMinute = new Map<string, Sum<E>>();
-  for (const e of events) {
-    const start = bucketStart(e.time, "minute");
-    const id = `${start}\u0000${identity(e)}`;
-    const sum = byMinute.get(id);
-    if (sum === undefined) byMinute.set(id, { start, e, count: 1, extra: extra(e) });
-    else {
-      sum.count++;
-      sum.extra += extra(e);
+/** Sums by bucket start, then by identity number. */
+class Sums<E> {
+  private readonly byStart = new Map<number, Map<number, Sum<E>>>();
+  readonly all: Sum<E>[] = [];
+  add(start: number, id: number, e: E, count: number, extra: number): void {
+    let row = this.byStart.get(start);
+    if (row === undefined) this.byStart.set(start, (row = new Map()));
+    const sum = row.get(id);
+    if (sum === undefined) {
+      const created = { start, id, e, count, extra };
+      row.set(id, created);
+      this.all.push(created);
+    } else {
+      sum.count += count;
+      sum.extra += extra;
     }
   }
-  const out = new Map<Rollup, Sum<E>[]>([["minute", [...byMinute.values()]]]);
+}
+
+/**
+ * Sums per minute first (one identity looked up per event), then the hours,
+ * days and months from the minutes (one per minute group): events of a batch
+ * share few minutes, so the coarser roll-ups cost next to nothing.
+ */
+function rollUp<E extends { time: number }>(events: readonly E[], identity: (e: E) => readonly string[], extra: (e: E) => number): Map<Rollup, Sum<E>[]> {
+  const ids = new TupleIds();
+  const minutes = new Sums<E>();
+  for (const e of events) minutes.add(bucketStart(e.time, "minute"), ids.id(identity(e)), e, 1, extra(e));
+  const out = new Map<Rollup, Sum<E>[]>([["minute", minutes.all]]);
   for (const g of ["hour", "day", "month"] as const) {
-    const sums = new Map<string, Sum<E>>();
-    for (const m of byMinute.values()) {
-      const start = bucketStart(m.start, g);
-      const id = `${start}\u0000${identity(m.e)}`;
-      const sum = sums.get(id);
-      if (sum === undefined) sums.set(id, { start, e: m.e, count: m.count, extra: m.extra });
-      else {
-        sum.count += m.count;
-        sum.extra += m.extra;
-      }
-    }
-    out.set(g, [...sums.values()]);
+    const sums = new Sums<E>();
+    for (const m of minutes.all) sums.add(bucketStart(m.start, g), m.id, m.e, m.count, m.extra);
+    out.set(g, sums.all);
   }
   return out;
 }
@@ -187,7 +238,7 @@ function verificationRollups(events: readonly VerificationEvent[], tagsOf: (e: V
   };
   const rolled = rollUp(
     events,
-    (e) => `${e.workspaceId}\u0000${e.keySpaceId}\u0000${e.keyId}\u0000${e.identityId}\u0000${e.outcome}\u0000${hashOf(tagsOf(e))}`,
+    (e) => [e.workspaceId, e.keySpaceId, e.keyId, e.identityId, e.outcome, hashOf(tagsOf(e))],
     (e) => e.spentCredits,
   );
   return ROLLUPS.map((g) => {
@@ -218,7 +269,7 @@ function verificationRollups(events: readonly VerificationEvent[], tagsOf: (e: V
 function ratelimitRollups(events: readonly RatelimitEvent[]): Statement[] {
   const rolled = rollUp(
     events,
-    (e) => `${e.workspaceId}\u0000${e.namespaceId}\u0000${e.identifier}`,
+    (e) => [e.workspaceId, e.namespaceId, e.identifier],
     (e) => (e.passed ? 1 : 0),
   );
   return ROLLUPS.map((g) => {

@@ -146,7 +146,9 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     try {
-      await timed(() => (text ? conn.query(sql) : conn.query(sql, params)));
+      // Text goes with `null` values: with none at all mysql2 still scans the whole
+      // text for placeholders (sql-escaper's format), ~40 KB a batch of analytics.
+      await timed(() => (text ? conn.query(sql, null) : conn.query(sql, params)));
       return;
     } catch (err) {
       await conn.query("ROLLBACK").catch(() => undefined);
