@@ -12,7 +12,6 @@ import { AnySchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@grpc/grpc-js";
-import { HealthImplementation } from "grpc-health-check";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { AppError, invalidInput } from "../core/errors.js";
@@ -29,6 +28,7 @@ import { metricsOf } from "../transport/metrics.js";
 import { grpcOrigin } from "../transport/origin.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
+import { HealthService, ServingStatus } from "./health.js";
 import { addReflection, REFLECTION_SERVICES } from "./reflection.js";
 
 /**
@@ -281,6 +281,9 @@ function definition(deps: Deps, docsBase: string, service: DescService, ops: Ser
   return { def, handlers };
 }
 
+/** grpc.max_concurrent_streams: calls open at once on one connection. */
+export const MAX_CONCURRENT_STREAMS = 1_000;
+
 export interface GrpcServer {
   port: number;
   close(timeoutMs: number): Promise<void>;
@@ -331,15 +334,17 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
   for (const { service } of entries) for (const m of service.methods) operations.set(`/${service.typeName}/${m.name}`, `${groupOf(service)}.${m.localName}`);
   const server = new grpc.Server({
     "grpc.max_receive_message_length": options.bodyLimitBytes,
+    // Calls open at once on one connection (Node's default has no limit): what a
+    // client can make the server hold is bounded per connection. Load generators
+    // and clients use far fewer (the bench's h2load, 1 each).
+    "grpc.max_concurrent_streams": MAX_CONCURRENT_STREAMS,
     interceptors: [doorInterceptor(deps, { docsBase, bodyLimitBytes: options.bodyLimitBytes }, operations)],
   });
-  const statuses: Record<string, "SERVING"> = { "": "SERVING" };
   for (const { service, ops } of entries) {
     const { def, handlers } = definition(deps, docsBase, service, ops);
     server.addService(def as grpc.ServiceDefinition, handlers);
-    statuses[service.typeName] = "SERVING";
   }
-  const health = new HealthImplementation(statuses);
+  const health = new HealthService(["", ...entries.map((e) => e.service.typeName)]);
   health.addToServer(server);
   if (options.reflection === true)
     addReflection(
@@ -350,7 +355,7 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
   let closing = false;
   const follow = async () => {
     const r = await readiness(deps, redisConfigured);
-    if (!closing) for (const name of Object.keys(statuses)) health.setStatus(name, r.ready ? "SERVING" : "NOT_SERVING");
+    if (!closing) health.setAll(r.ready ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
   };
   const readinessTimer = setInterval(() => void follow(), 5_000);
   readinessTimer.unref();
@@ -374,7 +379,7 @@ export async function startGrpcServer(deps: Deps, entries: ServiceEntry[], optio
       new Promise<void>((resolve) => {
         closing = true;
         clearInterval(readinessTimer);
-        for (const name of Object.keys(statuses)) health.setStatus(name, "NOT_SERVING");
+        health.setAll(ServingStatus.NOT_SERVING);
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();
