@@ -28,6 +28,9 @@ import {
   ServerReflectionResponseSchema,
 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 
+/** Reflection streams open at once, over all connections. */
+export const MAX_REFLECTION_STREAMS = 32;
+
 /** The reflection service, v1 and v1alpha (same messages, another package name). */
 export const REFLECTION_SERVICES = [ServerReflection.typeName, "grpc.reflection.v1alpha.ServerReflection"];
 
@@ -59,9 +62,14 @@ class Index {
     const message = (m: DescMessage): void => {
       symbol(m.typeName);
       for (const f of m.fields) symbol(`${m.typeName}.${f.name}`);
-      for (const o of m.oneofs) symbol(`${m.typeName}.${o.name}`);
-      // A map field's entry type, which protobuf-es does not list among the nested messages.
-      for (const t of m.proto.nestedType) if (t.options?.mapEntry === true) symbol(`${m.typeName}.${t.name}`);
+      // Every oneof, the synthetic ones of proto3 `optional` fields too (protobuf-es leaves those out of m.oneofs).
+      for (const o of m.proto.oneofDecl) symbol(`${m.typeName}.${o.name}`);
+      // A map field's entry type and its fields, which protobuf-es does not list among the nested messages.
+      for (const t of m.proto.nestedType) {
+        if (t.options?.mapEntry !== true) continue;
+        symbol(`${m.typeName}.${t.name}`);
+        for (const f of t.field) symbol(`${m.typeName}.${t.name}.${f.name}`);
+      }
       for (const n of m.nestedMessages) message(n);
       for (const e of m.nestedEnums) enumeration(e, `${m.typeName}.`);
       for (const x of m.nestedExtensions) this.addExtension(x.typeName, x.extendee.typeName, x.number, file.proto.name);
@@ -141,7 +149,25 @@ export function addReflection(server: grpc.Server, services: DescService[]): voi
   const listed = [...services.map((s) => s.typeName), Health.typeName];
 
   const method = ServerReflection.method.serverReflectionInfo;
+  // Each open stream may hold an answer the client has not read (tens of KB), and
+  // reflection needs no key: streams beyond this many at once are refused.
+  let open = 0;
   const handler = (call: grpc.ServerDuplexStream<ServerReflectionRequest | undefined, ServerReflectionResponse>) => {
+    if (open >= MAX_REFLECTION_STREAMS) {
+      call.emit("error", {
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: `More than ${MAX_REFLECTION_STREAMS} reflection streams are open; try again later.`,
+      });
+      return;
+    }
+    open++;
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      open--;
+    };
+    for (const event of ["finish", "close", "cancelled", "error"]) call.once(event, close);
     const sent = new Set<string>();
     call.on("data", (req: ServerReflectionRequest | undefined) => {
       const reply =
@@ -157,7 +183,7 @@ export function addReflection(server: grpc.Server, services: DescService[]): voi
       }
     });
     call.on("end", () => call.end());
-    // A client gone mid-stream: nothing to answer.
+    // A client gone mid-stream: nothing to answer (and counted closed above).
     call.on("error", () => undefined);
   };
   for (const name of REFLECTION_SERVICES) {

@@ -147,7 +147,7 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
     const conn = await pool.getConnection();
     try {
       // Text goes with `null` values: with none at all mysql2 still scans the whole
-      // text for placeholders (sql-escaper's format), ~40 KB a batch of analytics.
+      // text for placeholders (sql-escaper's format): up to ~350 KB a batch of 2,000 analytics events.
       await timed(() => (text ? conn.query(sql, null) : conn.query(sql, params)));
       return;
     } catch (err) {

@@ -13,6 +13,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { MAX_REFLECTION_STREAMS } from "../../src/grpc/reflection.js";
 import { startGrpcServer } from "../../src/grpc/server.js";
 import { projectDir } from "../../src/paths.js";
 import { services } from "../../src/server/registry.js";
@@ -169,12 +170,15 @@ describe("gRPC server reflection", () => {
         expect(details[1]).toMatchObject({ reason: "err:svc:data:key_not_found", domain: "keyhold", metadata: { requestId: details[0].requestId } });
       });
 
-      it("finds every kind of name: field, nested enum value, top-level enum value, map entry, method", async () => {
+      it("finds every kind of name: field, nested enum value, top-level enum value, map entry and its fields, synthetic oneof, method", async () => {
         const cases = {
           "keyhold.v2.VerifyKeyRequest.key": "keyhold/v2/keys_service.proto",
           "grpc.health.v1.HealthCheckResponse.SERVING": "grpc/health/v1/health.proto",
           "google.protobuf.NULL_VALUE": "google/protobuf/struct.proto",
           "google.rpc.ErrorInfo.MetadataEntry": "google/rpc/error_details.proto",
+          "grpc.health.v1.HealthListResponse.StatusesEntry.key": "grpc/health/v1/health.proto",
+          // The oneof a proto3 `optional` field makes.
+          "keyhold.v2.ApisServiceListKeysRequest._limit": "keyhold/v2/apis_service.proto",
           "grpc.health.v1.Health.Watch": "grpc/health/v1/health.proto",
         };
         for (const [symbol, file] of Object.entries(cases)) expect(fileNames(await ask(client, { fileContainingSymbol: symbol }))[0], symbol).toBe(file);
@@ -245,6 +249,32 @@ describe("gRPC server reflection", () => {
     expect(good?.messageResponse.case).toBe("listServicesResponse");
   });
 
+  it(`at most ${MAX_REFLECTION_STREAMS} reflection streams at once: the next is RESOURCE_EXHAUSTED, and a place frees when one ends`, async () => {
+    const client = reflectionClient("v1", port);
+    const open: grpc.ClientDuplexStream<Json, Json>[] = [];
+    for (let i = 0; i < MAX_REFLECTION_STREAMS; i++) {
+      const stream = (client as Json).serverReflectionInfo() as grpc.ClientDuplexStream<Json, Json>;
+      stream.on("error", () => undefined);
+      const first = new Promise((resolve) => stream.once("data", resolve));
+      stream.write({ listServices: "*" });
+      await first; // its handler runs: the stream holds its place
+      open.push(stream);
+    }
+    const refused = await ask(client, { listServices: "*" }).then(
+      () => undefined,
+      (e: grpc.ServiceError) => e,
+    );
+    expect(refused?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    for (const s of open) s.end();
+    let answer: Json;
+    for (let i = 0; i < 50 && answer === undefined; i++) {
+      answer = await ask(client, { listServices: "*" }).catch(() => undefined);
+      if (answer === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    client.close();
+    expect(answer?.listServicesResponse?.service.length).toBe(KEYHOLD_SERVICES.length + 1);
+  });
+
   it("GRPC_REFLECTION=false: both versions answer UNIMPLEMENTED, and the services still serve", async () => {
     const server = await startGrpcServer(h.deps, services(h.deps), {
       docsBase: DOCS,
@@ -287,6 +317,42 @@ describe("gRPC server reflection, against a client that asks without reading", (
     const conn = await mysql.createConnection(inject("mysqlServer"));
     await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
     await conn.end();
+  });
+
+  it("many streams on one connection, each asking without reading: the server's memory stays bounded", async () => {
+    const pid = server.proc.pid as number;
+    // Peak RSS +13.9 MiB; +68.3 MiB without the cap on open reflection streams (with grpc.max_concurrent_streams at 1,000),
+    // and 67 -> 256 MiB in review before either.
+    const question = Buffer.from(
+      toBinary(
+        ServerReflectionRequestSchema,
+        create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "buf/validate/validate.proto" } }),
+      ),
+    );
+    const framed = Buffer.alloc(5 + question.length);
+    framed.writeUInt32BE(question.length, 1);
+    question.copy(framed, 5);
+    const before = rssOf(pid);
+    resetPeak(pid);
+    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+    session.on("error", () => undefined);
+    const streams: http2.ClientHttp2Stream[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      stream.on("error", () => undefined);
+      stream.pause();
+      stream.write(framed);
+      streams.push(stream);
+    }
+    await new Promise((r) => setTimeout(r, 3_000));
+    const growth = peakRssOf(pid) - before;
+    session.destroy();
+    expect(growth, `peak RSS grew by ${(growth / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(32 * 2 ** 20);
   });
 
   it("stops reading its questions once answers wait: the server's memory stays bounded", async () => {
