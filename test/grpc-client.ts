@@ -23,6 +23,18 @@ export function protoIncludeDirs(): string[] {
   return [path.join(projectDir, "proto"), path.join(projectDir, ".buf-deps")];
 }
 
+/** The keyhold.v2 services the gRPC port serves (and reflection lists), sorted. */
+export const KEYHOLD_SERVICES = [
+  "keyhold.v2.AnalyticsService",
+  "keyhold.v2.ApisService",
+  "keyhold.v2.AuditLogsService",
+  "keyhold.v2.IdentitiesService",
+  "keyhold.v2.KeysService",
+  "keyhold.v2.PermissionsService",
+  "keyhold.v2.RatelimitService",
+  "keyhold.v2.RootKeysService",
+];
+
 /** The keyhold.v2 service constructors of these proto files (e.g. "keys_service.proto"). */
 export function loadServices(...files: string[]): Record<string, grpc.ServiceClientConstructor> {
   const protoDir = path.join(projectDir, "proto");

@@ -17,6 +17,7 @@ import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uid } from "../contract/shared/helpers.js";
 import { describeRun, GO, GO_APT_PACKAGES, GOFMT, goEnv, missingGo, type Run, run } from "../go-toolchain.js";
+import { KEYHOLD_SERVICES } from "../grpc-client.js";
 import { ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 
 const PROGRAM = path.join(ROOT, "test", "fixtures", "go-reflection", "main.go");
@@ -34,17 +35,6 @@ const runs = missing.length === 0 || inCi;
 if (!runs) console.log(`[tests] the Go reflection client is not run, missing ${missing.join(", ")} (apt-get install ${GO_APT_PACKAGES})`);
 
 const KEY_NOT_FOUND = "err:svc:data:key_not_found";
-/** Sorted, as the program prints them. */
-const KEYHOLD_SERVICES = [
-  "keyhold.v2.AnalyticsService",
-  "keyhold.v2.ApisService",
-  "keyhold.v2.AuditLogsService",
-  "keyhold.v2.IdentitiesService",
-  "keyhold.v2.KeysService",
-  "keyhold.v2.PermissionsService",
-  "keyhold.v2.RatelimitService",
-  "keyhold.v2.RootKeysService",
-];
 
 /** A string field of a message printed by prototext (which may space its output differently from run to run). */
 const textField = (text: string, name: string) => new RegExp(`\\b${name}:\\s*"([^"]*)"`).exec(text)?.[1];

@@ -20,7 +20,7 @@ import { services } from "../../src/server/registry.js";
 import { uid } from "../contract/shared/helpers.js";
 import { peakRssOf, resetPeak, rssOf } from "../doors/attacks.js";
 import { api, key } from "../fixtures.js";
-import { bearer, call, loadServices, service } from "../grpc-client.js";
+import { bearer, call, KEYHOLD_SERVICES, loadServices, service } from "../grpc-client.js";
 import { DOCS, useHarness } from "../harness.js";
 import { type ServerProcess, startServer } from "../server-process.js";
 
@@ -88,17 +88,6 @@ async function descriptorsOf(client: grpc.Client, ...symbols: string[]): Promise
   for (const name of files.keys()) place(name);
   return toBinary(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: ordered }));
 }
-
-const KEYHOLD_SERVICES = [
-  "keyhold.v2.AnalyticsService",
-  "keyhold.v2.ApisService",
-  "keyhold.v2.AuditLogsService",
-  "keyhold.v2.IdentitiesService",
-  "keyhold.v2.KeysService",
-  "keyhold.v2.PermissionsService",
-  "keyhold.v2.RatelimitService",
-  "keyhold.v2.RootKeysService",
-];
 
 describe("gRPC server reflection", () => {
   let port: number;
@@ -302,6 +291,27 @@ describe("gRPC server reflection", () => {
   });
 });
 
+/** A gRPC frame asking for validate.proto by name: the largest answer (55 KB) for a question of a few bytes. */
+const VALIDATE_QUESTION = (() => {
+  const question = toBinary(
+    ServerReflectionRequestSchema,
+    create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "buf/validate/validate.proto" } }),
+  );
+  const frame = Buffer.alloc(5 + question.length);
+  frame.writeUInt32BE(question.length, 1);
+  frame.set(question, 5);
+  return frame;
+})();
+
+/** A raw HTTP/2 reflection stream, read or not as the test decides. */
+const reflectionStream = (session: http2.ClientHttp2Session): http2.ClientHttp2Stream =>
+  session.request({
+    ":method": "POST",
+    ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+
 describe("gRPC server reflection, against a client that asks without reading", () => {
   const database = `keyhold_t_${uid("reflection_flood")}`;
   let server: ServerProcess;
@@ -323,30 +333,16 @@ describe("gRPC server reflection, against a client that asks without reading", (
     const pid = server.proc.pid as number;
     // Peak RSS +13.9 MiB; +68.3 MiB without the cap on open reflection streams (with grpc.max_concurrent_streams at 1,000),
     // and 67 -> 256 MiB in review before either.
-    const question = Buffer.from(
-      toBinary(
-        ServerReflectionRequestSchema,
-        create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "buf/validate/validate.proto" } }),
-      ),
-    );
-    const framed = Buffer.alloc(5 + question.length);
-    framed.writeUInt32BE(question.length, 1);
-    question.copy(framed, 5);
     const before = rssOf(pid);
     resetPeak(pid);
     const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
     session.on("error", () => undefined);
     const streams: http2.ClientHttp2Stream[] = [];
     for (let i = 0; i < 2_000; i++) {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
+      const stream = reflectionStream(session);
       stream.on("error", () => undefined);
       stream.pause();
-      stream.write(framed);
+      stream.write(VALIDATE_QUESTION);
       streams.push(stream);
     }
     await new Promise((r) => setTimeout(r, 3_000));
@@ -359,26 +355,12 @@ describe("gRPC server reflection, against a client that asks without reading", (
     const pid = server.proc.pid as number;
     // 200,000 questions of a few bytes, each answered with validate.proto (55 KB). Measured: peak RSS +4.6 MiB;
     // +84.8 MiB in the same 3 s when answers were written without waiting for the client.
-    const question = Buffer.from(
-      toBinary(
-        ServerReflectionRequestSchema,
-        create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "buf/validate/validate.proto" } }),
-      ),
-    );
-    const framed = Buffer.alloc(5 + question.length);
-    framed.writeUInt32BE(question.length, 1);
-    question.copy(framed, 5);
     const before = rssOf(pid);
     resetPeak(pid);
     const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
+    const stream = reflectionStream(session);
     stream.pause(); // never read: HTTP/2 flow control then holds the server's answers back
-    stream.write(Buffer.concat(Array.from({ length: 200_000 }, () => framed)));
+    stream.write(Buffer.concat(Array.from({ length: 200_000 }, () => VALIDATE_QUESTION)));
     await new Promise((r) => setTimeout(r, 3_000));
     const growth = peakRssOf(pid) - before;
     stream.destroy();
