@@ -4,6 +4,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import mysql from "mysql2/promise";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
 const MAIN = path.join(ROOT, "dist", "src", "main.js");
@@ -105,4 +106,14 @@ export function envWithoutKeys(): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const name of ["KEYHOLD_ENCRYPTION_KEY", "KEYHOLD_PREVIOUS_ENCRYPTION_KEYS", "KEYHOLD_ENV", "NODE_ENV"]) delete base[name];
   return base;
+}
+
+/** Drops a database a server process was started on (serverUrl: the MySQL server, without a database). */
+export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const conn = await mysql.createConnection(serverUrl);
+  try {
+    await conn.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  } finally {
+    await conn.end();
+  }
 }

@@ -7,12 +7,11 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { start as startFetchGuard } from "../../examples/fetch-guard/server.js";
 import { start as startGrpcGuard } from "../../examples/grpc-guard/server.js";
 import { uid } from "../contract/shared/helpers.js";
-import { ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
+import { dropDatabase, ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 
 type KeyName = "writer" | "reader" | "disabled" | "oneCredit" | "limited";
 type Keys = Record<KeyName, { keyId: string; key: string }>;
@@ -184,9 +183,7 @@ describe("examples/: services guarding their routes with keyhold", () => {
   afterAll(async () => {
     for (const ex of running.values()) ex.proc.kill("SIGKILL");
     await keyhold?.kill();
-    const conn = await mysql.createConnection(inject("mysqlServer"));
-    await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-    await conn.end();
+    await dropDatabase(inject("mysqlServer"), database);
   });
 
   describe.each(EXAMPLES.map((e) => e.name))("%s", (example) => {

@@ -13,11 +13,10 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uid } from "../contract/shared/helpers.js";
 import { describeRun, GO, GO_APT_PACKAGES, GOFMT, goEnv, missingGo, type Run, run } from "../go-toolchain.js";
-import { ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
+import { dropDatabase, ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 import { markedBlocks, type ReadmeBlock, readmeSection, shellWords } from "./readme-blocks.js";
 
 const SECTION = "### A client in another language, from `proto/`";
@@ -183,9 +182,7 @@ describe("README: clients generated from proto/ in another language", () => {
     afterAll(async () => {
       await keyhold?.kill();
       if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
-      const conn = await mysql.createConnection(inject("mysqlServer"));
-      await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-      await conn.end();
+      await dropDatabase(inject("mysqlServer"), database);
     });
 
     it.runIf(runs.python)(

@@ -13,12 +13,11 @@
 import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uid } from "../contract/shared/helpers.js";
 import { describeRun, GO, GO_APT_PACKAGES, GOFMT, goEnv, missingGo, type Run, run } from "../go-toolchain.js";
 import { KEYHOLD_SERVICES } from "../grpc-client.js";
-import { ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
+import { dropDatabase, ROOT, runScript, type ServerProcess, startServer } from "../server-process.js";
 
 const PROGRAM = path.join(ROOT, "test", "fixtures", "go-reflection", "main.go");
 /** Where GOPATH mode finds the program (any path will do; it imports nothing of its own). */
@@ -97,9 +96,7 @@ describe.runIf(runs)("gRPC reflection from Go: protodesc builds what keyhold sen
   afterAll(async () => {
     await keyhold?.kill();
     if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
-    const conn = await mysql.createConnection(inject("mysqlServer"));
-    await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-    await conn.end();
+    await dropDatabase(inject("mysqlServer"), database);
   });
 
   it("runs to its end: every descriptor builds with protodesc, no unresolvable name", () => {

@@ -10,7 +10,6 @@ import { create, createFileRegistry, type FileRegistry, fromBinary, toBinary } f
 import { anyUnpack, type FileDescriptorProto, FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { MAX_REFLECTION_STREAMS } from "../../src/grpc/reflection.js";
@@ -22,7 +21,7 @@ import { peakRssOf, resetPeak, rssOf } from "../doors/attacks.js";
 import { api, key } from "../fixtures.js";
 import { bearer, call, KEYHOLD_SERVICES, loadServices, service } from "../grpc-client.js";
 import { DOCS, useHarness } from "../harness.js";
-import { type ServerProcess, startServer } from "../server-process.js";
+import { dropDatabase, type ServerProcess, startServer } from "../server-process.js";
 
 const h = useHarness();
 
@@ -324,9 +323,7 @@ describe("gRPC server reflection, against a client that asks without reading", (
 
   afterAll(async () => {
     await server?.kill();
-    const conn = await mysql.createConnection(inject("mysqlServer"));
-    await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-    await conn.end();
+    await dropDatabase(inject("mysqlServer"), database);
   });
 
   it("many streams on one connection, each asking without reading: the server's memory stays bounded", async () => {
