@@ -160,6 +160,101 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
   }
 }
 
+/** A change waiting for the group it will commit with (commitWithOthers). */
+interface Waiting {
+  statements: readonly Statement[];
+  bytes: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** At most this many changes, or about this many bytes of SQL and values, share a round trip. */
+const GROUP_MAX_CHANGES = 64;
+const GROUP_MAX_BYTES = 256 * 1024;
+
+const bytesOf = (statements: readonly Statement[]): number => {
+  let n = 0;
+  for (const s of statements) {
+    n += s.sql.length;
+    for (const v of s.params) n += typeof v === "string" ? v.length : Buffer.isBuffer(v) ? v.length : 8;
+  }
+  return n;
+};
+
+/**
+ * Changes of one pool, made in one event-loop turn, waiting to be committed together.
+ * Keyed by pool: the test suites run several databases in one process.
+ */
+const waitingByPool = new WeakMap<Pool, Waiting[]>();
+
+/**
+ * commitInOneTrip for changes that many callers make at once (a plain createKey):
+ * the changes asked for in one event-loop turn go in one round trip, as one
+ * transaction holding each of them whole. A change still commits all or nothing:
+ * if the group fails on a statement of one of them (a duplicate id, say), the
+ * whole group is rolled back and each change is then committed on its own, so
+ * that the failure reaches the caller whose change it was and the others commit.
+ * A lost connection fails every change of the group, as it would have failed
+ * each alone: whether the COMMIT got through is not known either way.
+ *
+ * Each round trip costs keyhold's process a socket write and a read, and the
+ * database a statement batch and a commit (its log flush): under load, a group of
+ * N keys costs one of each instead of N (measured in bench/README.md, createKey).
+ */
+export function commitWithOthers(pool: Pool, statements: readonly Statement[]): Promise<void> {
+  if (statements.some((s) => s.text)) throw new Error("commitWithOthers: statements written as text are not grouped");
+  let waiting = waitingByPool.get(pool);
+  if (waiting === undefined) {
+    waiting = [];
+    waitingByPool.set(pool, waiting);
+    setImmediate(() => {
+      waitingByPool.delete(pool);
+      sendGroups(pool, waiting as Waiting[]);
+    });
+  }
+  const queue = waiting;
+  return new Promise<void>((resolve, reject) => {
+    queue.push({ statements, bytes: bytesOf(statements), resolve, reject });
+  });
+}
+
+function sendGroups(pool: Pool, waiting: Waiting[]): void {
+  let group: Waiting[] = [];
+  let bytes = 0;
+  for (const w of waiting) {
+    if (group.length > 0 && (group.length >= GROUP_MAX_CHANGES || bytes + w.bytes > GROUP_MAX_BYTES)) {
+      void commitGroup(pool, group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(w);
+    bytes += w.bytes;
+  }
+  if (group.length > 0) void commitGroup(pool, group);
+}
+
+async function commitGroup(pool: Pool, group: Waiting[]): Promise<void> {
+  const alone = (w: Waiting) => commitInOneTrip(pool, w.statements).then(w.resolve, w.reject);
+  if (group.length === 1) return alone(group[0] as Waiting);
+  try {
+    await commitInOneTrip(
+      pool,
+      group.flatMap((w) => w.statements),
+    );
+  } catch (err) {
+    // The database is out of reach or busy (a lost connection, a lock wait that ran
+    // its full time, deadlocks that kept recurring): each alone would meet the same,
+    // and waiting again for each would hold their callers far past a sensible deadline.
+    if (isDatabaseUnavailable(err) || (err as { code?: string }).code === undefined) {
+      for (const w of group) w.reject(err);
+      return;
+    }
+    await Promise.all(group.map(alone));
+    return;
+  }
+  for (const w of group) w.resolve();
+}
+
 export const isDuplicateKey = (err: unknown): boolean => (err as { code?: string }).code === "ER_DUP_ENTRY";
 
 export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));

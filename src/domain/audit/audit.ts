@@ -7,7 +7,7 @@
 import { newId } from "../../core/ids.js";
 import { type AuditResource, type AuditRow, auditInserts, insertAudit } from "../../storage/audit.js";
 import type { OnCreated } from "../../storage/key-migrations.js";
-import { commitInOneTrip, type PoolConnection, type Statement, transaction } from "../../storage/sql.js";
+import { commitWithOthers, type PoolConnection, type Statement, transaction } from "../../storage/sql.js";
 import type { Principal, RequestOrigin } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import type { AuditAction } from "./actions.js";
@@ -103,8 +103,9 @@ export async function audited<T>(
 
 /**
  * A change made only of writes known in advance, committed with its record in
- * one round trip (sql.ts's commitInOneTrip): what `audited` does, without a
- * round trip per statement.
+ * one round trip (sql.ts's commitInOneTrip), shared with the other such changes
+ * made in the same event-loop turn (commitWithOthers): what `audited` does,
+ * without a round trip per statement.
  */
 export async function auditedInOneTrip(
   deps: Pick<Deps, "pool" | "clock">,
@@ -113,7 +114,7 @@ export async function auditedInOneTrip(
   event: AuditEvent,
 ): Promise<void> {
   const who = "type" in actor ? actor : actorOf(actor);
-  await commitInOneTrip(deps.pool, [...change, ...auditInserts(auditRow(who, event, deps.clock.now()))]);
+  await commitWithOthers(deps.pool, [...change, ...auditInserts(auditRow(who, event, deps.clock.now()))]);
 }
 
 /** "name, meta and expires" from the fields a request set. */

@@ -1,0 +1,154 @@
+// sql.ts's commitWithOthers: changes asked for in one event-loop turn share a
+// round trip, and each still commits whole or not at all, its failure its own.
+import mysql from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commitWithOthers, type Pool, type Statement } from "../../src/storage/sql.js";
+import { expectOk, uid } from "../contract/shared/helpers.js";
+import { api } from "../fixtures.js";
+import { useHarness } from "../harness.js";
+
+/** A change of two rows: a parent and its child, which must commit together. */
+const change = (id: string): Statement[] => [
+  { sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] },
+  { sql: "INSERT INTO commit_child (parent_id) VALUES (?)", params: [id] },
+];
+
+/** Counts the connections the pool hands out while fn runs: one per round trip of commitInOneTrip. */
+async function trips(pool: Pool, fn: () => Promise<unknown>): Promise<number> {
+  const p = pool as unknown as { getConnection: () => Promise<unknown> };
+  const original = p.getConnection;
+  let n = 0;
+  p.getConnection = function (this: unknown) {
+    n++;
+    return original.apply(pool, []);
+  };
+  try {
+    await fn();
+  } finally {
+    p.getConnection = original;
+  }
+  return n;
+}
+
+const settled = (ps: Promise<void>[]) => Promise.allSettled(ps);
+
+describe("commitWithOthers", () => {
+  const h = useHarness();
+
+  beforeAll(async () => {
+    await h.db.pool.query("CREATE TABLE commit_parent (id VARCHAR(64) PRIMARY KEY)");
+    await h.db.pool.query("CREATE TABLE commit_child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id VARCHAR(64) NOT NULL)");
+  });
+
+  const parents = async (ids: string[]) =>
+    (await h.db.pool.query<mysql.RowDataPacket[]>("SELECT id FROM commit_parent WHERE id IN (?) ORDER BY id", [ids]))[0].map((r) => r.id as string);
+  const children = async (ids: string[]) =>
+    (await h.db.pool.query<mysql.RowDataPacket[]>("SELECT parent_id FROM commit_child WHERE parent_id IN (?) ORDER BY parent_id", [ids]))[0].map(
+      (r) => r.parent_id as string,
+    );
+
+  it("changes asked for in one turn go in one round trip, every one committed", async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `${uid("together")}_${i}`);
+    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, change(id)))));
+    expect(n).toBe(1);
+    expect(await parents(ids)).toEqual([...ids].sort());
+    expect(await children(ids)).toEqual([...ids].sort());
+  });
+
+  it("changes of different turns go in their own round trips", async () => {
+    const ids = [uid("first"), uid("second")];
+    const n = await trips(h.db.pool, async () => {
+      await commitWithOthers(h.db.pool, change(ids[0] as string));
+      await commitWithOthers(h.db.pool, change(ids[1] as string));
+    });
+    expect(n).toBe(2);
+    expect(await parents(ids)).toEqual([...ids].sort());
+  });
+
+  it("one failing change fails alone: the others commit, and none of its rows is left", async () => {
+    const taken = uid("taken");
+    await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [taken]);
+    const ids = Array.from({ length: 5 }, (_, i) => `${uid("beside")}_${i}`);
+    // The failing change sits in the middle: changes before it ran in the group's transaction, changes after it did not.
+    const order = [ids[0], ids[1], taken, ids[2], ids[3], ids[4]] as string[];
+    let n = 0;
+    const results = await (async () => {
+      let r: PromiseSettledResult<void>[] = [];
+      n = await trips(h.db.pool, async () => {
+        r = await settled(order.map((id) => commitWithOthers(h.db.pool, change(id))));
+      });
+      return r;
+    })();
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled", "fulfilled"]);
+    expect(((results[2] as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_DUP_ENTRY");
+    // The group, rolled back, then each change on its own.
+    expect(n).toBe(1 + order.length);
+    expect(await parents(ids)).toEqual([...ids].sort());
+    expect(await children(ids)).toEqual([...ids].sort());
+    // The taken id's own change left no child row: its transaction was rolled back whole.
+    expect(await children([taken])).toEqual([]);
+  });
+
+  it("at most 64 changes share a round trip", async () => {
+    const ids = Array.from({ length: 70 }, (_, i) => `${uid("many")}_${i}`);
+    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, change(id)))));
+    expect(n).toBe(2);
+    expect(await parents(ids)).toHaveLength(70);
+  });
+
+  it("large changes are split by size: about 256 KB of SQL and values a round trip", async () => {
+    const ids = Array.from({ length: 5 }, (_, i) => `${uid("large")}_${i}`);
+    // 100 KB of values each: two fit in a group, the third starts the next.
+    const large = (id: string): Statement[] => [
+      { sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] },
+      { sql: "SELECT LENGTH(?)", params: ["x".repeat(100 * 1024)] },
+    ];
+    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, large(id)))));
+    expect(n).toBe(3);
+    expect(await parents(ids)).toHaveLength(5);
+  });
+
+  describe("when the database cannot be reached", () => {
+    let down: Pool;
+    beforeAll(() => {
+      // Nothing listens on port 1: every connection is refused.
+      down = mysql.createPool({ host: "127.0.0.1", port: 1, user: "root", connectTimeout: 2_000 });
+    });
+    afterAll(async () => {
+      await down.end();
+    });
+
+    it("every change of the group fails with the database's error, without a round trip each", async () => {
+      const ids = Array.from({ length: 4 }, (_, i) => `${uid("down")}_${i}`);
+      let results: PromiseSettledResult<void>[] = [];
+      const n = await trips(down, async () => {
+        results = await settled(ids.map((id) => commitWithOthers(down, change(id))));
+      });
+      expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+      for (const r of results) expect(((r as PromiseRejectedResult).reason as { code?: string }).code).toBe("ECONNREFUSED");
+      expect(n).toBe(1);
+    });
+  });
+
+  it("plain createKeys sent at once share round trips; every key verifies and has its own record", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    await h.post("/v2/keys.createKey", { apiId }, rk); // the API in createKey's cache
+    let answers: Awaited<ReturnType<typeof h.post>>[] = [];
+    const n = await trips(h.db.pool, async () => {
+      answers = await Promise.all(Array.from({ length: 20 }, () => h.post("/v2/keys.createKey", { apiId }, rk)));
+    });
+    const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
+    console.log(`20 createKeys at once: ${n} round trips`);
+    expect(n).toBeLessThan(20);
+    for (const m of made) {
+      const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { valid: boolean; keyId: string };
+      expect(v).toMatchObject({ valid: true, keyId: m.keyId });
+    }
+    const [records] = await h.db.pool.query<mysql.RowDataPacket[]>(
+      "SELECT r.resource_id, COUNT(*) AS n FROM audit_log_resources r JOIN audit_logs l ON l.pk = r.audit_pk WHERE r.resource_id IN (?) AND l.action = 'key.create' GROUP BY r.resource_id",
+      [made.map((m) => m.keyId)],
+    );
+    expect(records.map((r) => [r.resource_id, Number(r.n)]).sort()).toEqual(made.map((m) => [m.keyId, 1]).sort());
+  });
+});
