@@ -16,6 +16,7 @@ interface EncryptedKeyRow {
 export function encryptedKeyInsert(e: EncryptedKeyRow): Statement {
   return {
     sql: "INSERT INTO encrypted_keys (workspace_id, key_id, encrypted, encryption_key_id, created_at_m) VALUES (?, ?, ?, ?, ?)",
+    rows: true,
     params: [e.workspaceId, e.keyId, e.encrypted, e.encryptionKeyId, e.now],
   };
 }

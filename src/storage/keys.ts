@@ -54,6 +54,8 @@ export function keyRowInsert(k: NewKeyRow): Statement {
     sql: `INSERT INTO \`keys\` (id, key_auth_id, api_id, workspace_id, hash, start, prefix, byte_length, name, identity_id, meta,
        expires_at_m, enabled, remaining_requests, refill_amount, refill_day, last_refill_at_m, recoverable, created_at_m)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // Nothing reads LAST_INSERT_ID() for it: in a group of plain createKeys, one INSERT for all (sql.ts, commitWithOthers).
+    rows: true,
     params: [
       k.id,
       k.keyAuthId,
@@ -98,6 +100,7 @@ export function ratelimitsInsert(
   const values = limits.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
   return {
     sql: `INSERT INTO ratelimits (id, workspace_id, name, key_id, identity_id, \`limit\`, duration, auto_apply, created_at_m) VALUES ${values}`,
+    rows: true,
     params: limits.flatMap((l) => [l.id, owner.workspaceId, l.name, owner.keyId ?? null, owner.identityId ?? null, l.limit, l.duration, l.autoApply, now]),
   };
 }

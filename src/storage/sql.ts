@@ -124,6 +124,15 @@ export interface Statement {
    * of its strings for a placeholder. Not mixed with statements that have params.
    */
   text?: true;
+  /**
+   * The statement is `INSERT INTO … VALUES (…)[, (…)…]` whose place in its change
+   * nothing counts on: no statement reads LAST_INSERT_ID() for it, and it need not
+   * follow anything before it. In a group (commitWithOthers), such INSERTs into the
+   * same table and columns go as one INSERT of all their rows, ahead of the group's
+   * other statements (a LAST_INSERT_ID() read right after its own INSERT, as the
+   * audit index's is, still reads that INSERT's value).
+   */
+  rows?: true;
 }
 
 /**
@@ -233,14 +242,36 @@ function sendGroups(pool: Pool, waiting: Waiting[]): void {
   if (group.length > 0) void commitGroup(pool, group);
 }
 
+const VALUES = /\sVALUES\s/;
+
+/**
+ * A group's statements, with the INSERTs marked `rows` into the same table and
+ * columns made one: each statement is also a packet the database parses and
+ * answers, and mysql2 reads (a plain key's INSERT was one of its three).
+ */
+function mergeRows(statements: readonly Statement[]): Statement[] {
+  const merged = new Map<string, { tuples: string[]; params: Param[] }>();
+  const rest: Statement[] = [];
+  for (const s of statements) {
+    const at = s.rows === true ? VALUES.exec(s.sql) : null;
+    if (at === null) {
+      rest.push(s);
+      continue;
+    }
+    const head = s.sql.slice(0, at.index);
+    let m = merged.get(head);
+    if (m === undefined) merged.set(head, (m = { tuples: [], params: [] }));
+    m.tuples.push(s.sql.slice(at.index + at[0].length));
+    for (const p of s.params) m.params.push(p);
+  }
+  return [...Array.from(merged, ([head, m]) => ({ sql: `${head} VALUES ${m.tuples.join(", ")}`, params: m.params })), ...rest];
+}
+
 async function commitGroup(pool: Pool, group: Waiting[]): Promise<void> {
   const alone = (w: Waiting) => commitInOneTrip(pool, w.statements).then(w.resolve, w.reject);
   if (group.length === 1) return alone(group[0] as Waiting);
   try {
-    await commitInOneTrip(
-      pool,
-      group.flatMap((w) => w.statements),
-    );
+    await commitInOneTrip(pool, mergeRows(group.flatMap((w) => w.statements)));
   } catch (err) {
     // The database is out of reach or busy (a lost connection, a lock wait that ran
     // its full time, deadlocks that kept recurring): each alone would meet the same,

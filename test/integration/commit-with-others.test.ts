@@ -13,8 +13,37 @@ const change = (id: string): Statement[] => [
   { sql: "INSERT INTO commit_child (parent_id) VALUES (?)", params: [id] },
 ];
 
-/** Counts the connections the pool hands out while fn runs: one per round trip of commitInOneTrip. */
-async function trips(pool: Pool, fn: () => Promise<unknown>): Promise<number> {
+/** The SQL of every round trip of commitInOneTrip made while fn runs (one connection from the pool each). */
+async function sent(pool: Pool, fn: () => Promise<unknown>): Promise<string[]> {
+  type Conn = { query: (...a: unknown[]) => unknown };
+  const p = pool as unknown as { getConnection: () => Promise<Conn> };
+  const original = p.getConnection;
+  const texts: string[] = [];
+  p.getConnection = async function (this: unknown) {
+    const conn = await original.apply(pool, []);
+    const query = conn.query;
+    let first = true;
+    conn.query = (...a: unknown[]) => {
+      // The trip's own query; a ROLLBACK after a failure is not a trip.
+      if (first) texts.push(String(a[0]));
+      first = false;
+      return query.apply(conn, a);
+    };
+    return conn;
+  };
+  try {
+    await fn();
+  } finally {
+    p.getConnection = original;
+  }
+  return texts;
+}
+
+/** How many round trips commitInOneTrip made while fn ran. */
+const trips = async (pool: Pool, fn: () => Promise<unknown>): Promise<number> => (await sent(pool, fn)).length;
+
+/** How many connections were asked of the pool while fn ran (one a round trip tried, refused ones too). */
+async function connectionsAsked(pool: Pool, fn: () => Promise<unknown>): Promise<number> {
   const p = pool as unknown as { getConnection: () => Promise<unknown> };
   const original = p.getConnection;
   let n = 0;
@@ -53,6 +82,32 @@ describe("commitWithOthers", () => {
     expect(n).toBe(1);
     expect(await parents(ids)).toEqual([...ids].sort());
     expect(await children(ids)).toEqual([...ids].sort());
+  });
+
+  it("INSERTs marked rows, into the same table and columns, go as one INSERT ahead of the rest; each child still finds its parent", async () => {
+    const ids = Array.from({ length: 6 }, (_, i) => `${uid("merged")}_${i}`);
+    const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
+    const texts = await sent(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, marked(id)))));
+    expect(texts).toHaveLength(1);
+    const statements = (texts[0] as string).split(";\n");
+    expect(statements[0]).toBe("START TRANSACTION");
+    expect(statements[1]).toBe(`INSERT INTO commit_parent (id) VALUES ${ids.map(() => "(?)").join(", ")}`);
+    expect(statements.filter((t) => t.startsWith("INSERT INTO commit_parent"))).toHaveLength(1);
+    expect(statements.filter((t) => t.startsWith("INSERT INTO commit_child"))).toHaveLength(6);
+    expect(await parents(ids)).toEqual([...ids].sort());
+    expect(await children(ids)).toEqual([...ids].sort());
+  });
+
+  it("a duplicate among merged rows still fails only its own change", async () => {
+    const taken = uid("taken_merged");
+    await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [taken]);
+    const ids = [uid("m1"), uid("m2"), uid("m3")];
+    const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
+    const results = await settled([ids[0], taken, ids[1], ids[2]].map((id) => commitWithOthers(h.db.pool, marked(id as string))));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect(((results[1] as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_DUP_ENTRY");
+    expect(await parents(ids)).toEqual([...ids].sort());
+    expect(await children([...ids, taken])).toEqual([...ids].sort());
   });
 
   it("changes of different turns go in their own round trips", async () => {
@@ -121,13 +176,37 @@ describe("commitWithOthers", () => {
     it("every change of the group fails with the database's error, without a round trip each", async () => {
       const ids = Array.from({ length: 4 }, (_, i) => `${uid("down")}_${i}`);
       let results: PromiseSettledResult<void>[] = [];
-      const n = await trips(down, async () => {
+      const n = await connectionsAsked(down, async () => {
         results = await settled(ids.map((id) => commitWithOthers(down, change(id))));
       });
       expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
       for (const r of results) expect(((r as PromiseRejectedResult).reason as { code?: string }).code).toBe("ECONNREFUSED");
       expect(n).toBe(1);
     });
+  });
+
+  it("recoverable keys with limits, made at once: each key's limit and plaintext are its own", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    await h.post("/v2/keys.createKey", { apiId }, rk);
+    const bodies = Array.from({ length: 12 }, (_, i) => ({
+      apiId,
+      recoverable: i % 3 !== 0,
+      ...(i % 2 === 0 ? { ratelimits: [{ name: `limit_${i}`, limit: 10 + i, duration: 60_000 }] } : {}),
+    }));
+    let answers: Awaited<ReturnType<typeof h.post>>[] = [];
+    const n = await trips(h.db.pool, async () => {
+      answers = await Promise.all(bodies.map((b) => h.post("/v2/keys.createKey", b, rk)));
+    });
+    expect(n).toBeLessThan(12);
+    const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
+    for (const [i, m] of made.entries()) {
+      const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { keyId: string; ratelimits?: { name: string; limit: number }[] };
+      expect(v.keyId).toBe(m.keyId);
+      expect(v.ratelimits ?? []).toEqual(i % 2 === 0 ? [expect.objectContaining({ name: `limit_${i}`, limit: 10 + i })] : []);
+      const got = expectOk(await h.post("/v2/keys.getKey", { keyId: m.keyId, decrypt: true }, rk)) as { plaintext?: string };
+      expect(got.plaintext).toBe(i % 3 !== 0 ? m.key : undefined);
+    }
   });
 
   it("plain createKeys sent at once share round trips; every key verifies and has its own record", async () => {

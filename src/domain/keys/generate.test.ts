@@ -33,6 +33,20 @@ describe("generateKey", () => {
     }
   });
 
+  it("keys drawn across many blocks of random bytes are all different, and none is all zeros", () => {
+    // 4 KB blocks: 3,000 keys of 16 to 255 bytes go through dozens of refills.
+    const seen = new Set<string>();
+    for (let i = 0; i < 3_000; i++) {
+      const n = 16 + (i % 240);
+      const { key } = generateKey(undefined, n);
+      const bytes = bs58.decode(key);
+      expect(bytes).toHaveLength(n);
+      expect(bytes.every((b) => b === 0)).toBe(false);
+      seen.add(key);
+    }
+    expect(seen.size).toBe(3_000);
+  });
+
   it("16 bytes make 21-22 characters, 32 bytes 43-44", () => {
     for (let i = 0; i < 200; i++) {
       expect(generateKey(undefined, 16).key.length).toBeGreaterThanOrEqual(16);
