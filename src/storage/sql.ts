@@ -154,16 +154,22 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
   if (text && params.length > 0) throw new Error("commitInOneTrip: statements written as text cannot go with statements that have placeholders");
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
+    let open = true;
     try {
       // Text goes with `null` values: with none at all mysql2 still scans the whole
       // text for placeholders (sql-escaper's format): up to ~350 KB a batch of 2,000 analytics events.
       await timed(() => (text ? conn.query(sql, null) : conn.query(sql, params)));
       return;
     } catch (err) {
-      await conn.query("ROLLBACK").catch(() => undefined);
+      // A connection whose ROLLBACK failed may still hold the transaction open: back
+      // in the pool, the next START TRANSACTION on it would commit it implicitly.
+      await conn.query("ROLLBACK").catch(() => {
+        open = false;
+        conn.destroy();
+      });
       if (attempt >= 6 || !isRetryable(err)) throw err;
     } finally {
-      conn.release();
+      if (open) conn.release();
     }
     await pauseBeforeRetry(attempt);
   }
@@ -177,15 +183,19 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
-/** At most this many changes, or about this many bytes of SQL and values, share a round trip. */
+/**
+ * At most this many changes, or this many bytes of SQL as sent, share a round
+ * trip: far below MariaDB's and MySQL's default max_allowed_packet (16 MB and 64 MB).
+ */
 const GROUP_MAX_CHANGES = 64;
 const GROUP_MAX_BYTES = 256 * 1024;
 
+/** An upper bound of the statements' size as sent: UTF-8, every value escaped (strings up to 2×, Buffers as hex). */
 const bytesOf = (statements: readonly Statement[]): number => {
   let n = 0;
   for (const s of statements) {
-    n += s.sql.length;
-    for (const v of s.params) n += typeof v === "string" ? v.length : Buffer.isBuffer(v) ? v.length : 8;
+    n += s.sql.length + 2;
+    for (const v of s.params) n += typeof v === "string" ? 2 * Buffer.byteLength(v) + 2 : Buffer.isBuffer(v) ? 2 * v.length + 3 : 24;
   }
   return n;
 };
@@ -199,12 +209,15 @@ const waitingByPool = new WeakMap<Pool, Waiting[]>();
 /**
  * commitInOneTrip for changes that many callers make at once (a plain createKey):
  * the changes asked for in one event-loop turn go in one round trip, as one
- * transaction holding each of them whole. A change still commits all or nothing:
- * if the group fails on a statement of one of them (a duplicate id, say), the
- * whole group is rolled back and each change is then committed on its own, so
- * that the failure reaches the caller whose change it was and the others commit.
- * A lost connection fails every change of the group, as it would have failed
- * each alone: whether the COMMIT got through is not known either way.
+ * transaction holding each of them whole. A change still commits all or nothing.
+ * If the group fails on an error one change can cause (ONE_CHANGE_ERRORS: a
+ * duplicate id, a value that does not fit, a deadlock or a lock wait), the whole
+ * group is rolled back and every change of it is then committed on its own, one
+ * after the other, so that the failure reaches the caller whose change it was and
+ * the others commit. Any other error (the connection lost, the database read-only or
+ * not ready, a statement time limit) fails every change of the group with it, as
+ * each alone would have failed: whether a lost COMMIT got through is not known
+ * either way.
  *
  * Each round trip costs keyhold's process a socket write and a read, and the
  * database a statement batch and a commit (its log flush): under load, a group of
@@ -230,19 +243,44 @@ export function commitWithOthers(pool: Pool, statements: readonly Statement[]): 
 function sendGroups(pool: Pool, waiting: Waiting[]): void {
   let group: Waiting[] = [];
   let bytes = 0;
+  const send = (g: Waiting[]) =>
+    commitGroup(pool, g).catch((err: unknown) => {
+      // Not reached by any known path; no caller is left without an answer if it is.
+      for (const w of g) w.reject(err);
+    });
   for (const w of waiting) {
     if (group.length > 0 && (group.length >= GROUP_MAX_CHANGES || bytes + w.bytes > GROUP_MAX_BYTES)) {
-      void commitGroup(pool, group);
+      void send(group);
       group = [];
       bytes = 0;
     }
     group.push(w);
     bytes += w.bytes;
   }
-  if (group.length > 0) void commitGroup(pool, group);
+  if (group.length > 0) void send(group);
 }
 
+/**
+ * Errors a group can meet because of one of its changes: each change committed on
+ * its own then finds out whose it was. A deadlock or lock wait is about the rows
+ * one change touches.
+ */
+const ONE_CHANGE_ERRORS = new Set([
+  "ER_DUP_ENTRY",
+  "ER_DATA_TOO_LONG",
+  "ER_BAD_NULL_ERROR",
+  "ER_WARN_DATA_OUT_OF_RANGE",
+  "ER_TRUNCATED_WRONG_VALUE_FOR_FIELD",
+  "ER_TRUNCATED_WRONG_VALUE",
+  "ER_CHECK_CONSTRAINT_VIOLATED",
+  "ER_CONSTRAINT_FAILED",
+  "ER_LOCK_DEADLOCK",
+  "ER_LOCK_WAIT_TIMEOUT",
+]);
+
 const VALUES = /\sVALUES\s/;
+/** What may follow VALUES in a statement marked rows: tuples only (no ON DUPLICATE KEY UPDATE, no SELECT, no second statement). */
+const TUPLES = /^\([^;]*\)$/;
 
 /**
  * A group's statements, with the INSERTs marked `rows` into the same table and
@@ -254,14 +292,15 @@ function mergeRows(statements: readonly Statement[]): Statement[] {
   const rest: Statement[] = [];
   for (const s of statements) {
     const at = s.rows === true ? VALUES.exec(s.sql) : null;
-    if (at === null) {
+    const tuples = at === null ? "" : s.sql.slice(at.index + at[0].length);
+    if (at === null || !TUPLES.test(tuples) || /\bON\s+DUPLICATE\b/i.test(tuples)) {
       rest.push(s);
       continue;
     }
     const head = s.sql.slice(0, at.index);
     let m = merged.get(head);
     if (m === undefined) merged.set(head, (m = { tuples: [], params: [] }));
-    m.tuples.push(s.sql.slice(at.index + at[0].length));
+    m.tuples.push(tuples);
     for (const p of s.params) m.params.push(p);
   }
   return [...Array.from(merged, ([head, m]) => ({ sql: `${head} VALUES ${m.tuples.join(", ")}`, params: m.params })), ...rest];
@@ -273,14 +312,15 @@ async function commitGroup(pool: Pool, group: Waiting[]): Promise<void> {
   try {
     await commitInOneTrip(pool, mergeRows(group.flatMap((w) => w.statements)));
   } catch (err) {
-    // The database is out of reach or busy (a lost connection, a lock wait that ran
-    // its full time, deadlocks that kept recurring): each alone would meet the same,
-    // and waiting again for each would hold their callers far past a sensible deadline.
-    if (isDatabaseUnavailable(err) || (err as { code?: string }).code === undefined) {
+    const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+    if (typeof code !== "string" || !ONE_CHANGE_ERRORS.has(code)) {
       for (const w of group) w.reject(err);
       return;
     }
-    await Promise.all(group.map(alone));
+    // One after the other: a change waiting for a row lock also holds up, by InnoDB's
+    // gap locks, inserts of other changes next to that row in an index (seen here: a
+    // key beside a locked one timed out too when they were committed at once).
+    for (const w of group) await alone(w);
     return;
   }
   for (const w of group) w.resolve();

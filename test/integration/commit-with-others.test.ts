@@ -2,16 +2,27 @@
 // round trip, and each still commits whole or not at all, its failure its own.
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/storage/db.js";
 import { commitWithOthers, type Pool, type Statement } from "../../src/storage/sql.js";
 import { expectOk, uid } from "../contract/shared/helpers.js";
 import { api } from "../fixtures.js";
 import { useHarness } from "../harness.js";
 
-/** A change of two rows: a parent and its child, which must commit together. */
+/**
+ * A change of two rows that must commit together: a parent, and a child that is
+ * written only if its parent is already there (so a child row proves the order).
+ */
 const change = (id: string): Statement[] => [
   { sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] },
-  { sql: "INSERT INTO commit_child (parent_id) VALUES (?)", params: [id] },
+  { sql: "INSERT INTO commit_child (parent_id) SELECT id FROM commit_parent WHERE id = ?", params: [id] },
 ];
+/** A change of one row, taking no lock but its own row's (concurrent groups of these never deadlock). */
+const single = (id: string): Statement[] => [{ sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] }];
+/** What each settled result was, for an assertion's message. */
+const outcomes = (rs: PromiseSettledResult<void>[]) =>
+  rs.map((r) => (r.status === "fulfilled" ? "ok" : String((r.reason as { code?: string }).code ?? r.reason))).join(", ");
+/** The same change with its parent's INSERT marked rows (merged with the others of its group). */
+const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
 
 /** The SQL of every round trip of commitInOneTrip made while fn runs (one connection from the pool each). */
 async function sent(pool: Pool, fn: () => Promise<unknown>): Promise<string[]> {
@@ -65,8 +76,10 @@ describe("commitWithOthers", () => {
   const h = useHarness();
 
   beforeAll(async () => {
-    await h.db.pool.query("CREATE TABLE commit_parent (id VARCHAR(64) PRIMARY KEY)");
+    // Both with an AUTO_INCREMENT, as keys and audit_logs have: a merged INSERT sets LAST_INSERT_ID() too.
+    await h.db.pool.query("CREATE TABLE commit_parent (pk INT AUTO_INCREMENT PRIMARY KEY, id VARCHAR(64) NOT NULL UNIQUE)");
     await h.db.pool.query("CREATE TABLE commit_child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id VARCHAR(64) NOT NULL)");
+    await h.db.pool.query("CREATE TABLE commit_index (child_pk INT NOT NULL, parent_id VARCHAR(64) NOT NULL)");
   });
 
   const parents = async (ids: string[]) =>
@@ -86,7 +99,6 @@ describe("commitWithOthers", () => {
 
   it("INSERTs marked rows, into the same table and columns, go as one INSERT ahead of the rest; each child still finds its parent", async () => {
     const ids = Array.from({ length: 6 }, (_, i) => `${uid("merged")}_${i}`);
-    const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
     const texts = await sent(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, marked(id)))));
     expect(texts).toHaveLength(1);
     const statements = (texts[0] as string).split(";\n");
@@ -98,11 +110,27 @@ describe("commitWithOthers", () => {
     expect(await children(ids)).toEqual([...ids].sort());
   });
 
+  it("a LAST_INSERT_ID() read right after its own INSERT reads that INSERT's value, merged rows or not", async () => {
+    const ids = Array.from({ length: 8 }, (_, i) => `${uid("last_id")}_${i}`);
+    // As a key and its audit record: the merged INSERT (AUTO_INCREMENT) first, then a
+    // child (AUTO_INCREMENT) and an index naming the child by LAST_INSERT_ID().
+    const withIndex = (id: string): Statement[] => [
+      ...marked(id),
+      { sql: "INSERT INTO commit_index (child_pk, parent_id) VALUES (LAST_INSERT_ID(), ?)", params: [id] },
+    ];
+    expect(await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, withIndex(id)))))).toBe(1);
+    const [rs] = await h.db.pool.query<mysql.RowDataPacket[]>(
+      "SELECT i.parent_id AS indexed, c.parent_id AS child FROM commit_index i LEFT JOIN commit_child c ON c.id = i.child_pk WHERE i.parent_id IN (?)",
+      [ids],
+    );
+    expect(rs).toHaveLength(8);
+    for (const r of rs) expect(r.child).toBe(r.indexed);
+  });
+
   it("a duplicate among merged rows still fails only its own change", async () => {
     const taken = uid("taken_merged");
     await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [taken]);
     const ids = [uid("m1"), uid("m2"), uid("m3")];
-    const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
     const results = await settled([ids[0], taken, ids[1], ids[2]].map((id) => commitWithOthers(h.db.pool, marked(id as string))));
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
     expect(((results[1] as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_DUP_ENTRY");
@@ -144,19 +172,57 @@ describe("commitWithOthers", () => {
     expect(await children([taken])).toEqual([]);
   });
 
+  it("an error no single change explains (a missing table) fails every change of the group once, with no trip each", async () => {
+    const ids = [uid("n1"), uid("n2"), uid("n3")];
+    const broken: Statement[] = [{ sql: "INSERT INTO commit_missing (id) VALUES (?)", params: ["x"] }];
+    let results: PromiseSettledResult<void>[] = [];
+    const n = await trips(h.db.pool, async () => {
+      results = await settled(
+        [change(ids[0] as string), broken, change(ids[1] as string), change(ids[2] as string)].map((c) => commitWithOthers(h.db.pool, c)),
+      );
+    });
+    expect(n).toBe(1);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+    for (const r of results) expect(((r as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_NO_SUCH_TABLE");
+    expect(await parents(ids)).toEqual([]);
+  });
+
+  it("a lock wait on one change's row: the others commit on their own, that one waits again and fails alone", async () => {
+    // Lock waits of 1 s (db.ts: half the statement limit, in whole seconds).
+    const db = await openDatabase(h.config.databaseUrl ?? "", { connectTimeoutMs: 2_000, queryTimeoutMs: 2_000 });
+    const holder = await h.db.pool.getConnection();
+    try {
+      const held = uid("held");
+      await holder.beginTransaction();
+      await holder.query("INSERT INTO commit_parent (id) VALUES (?)", [held]); // its unique entry stays locked until the rollback
+      const ids = [uid("free1"), uid("free2"), uid("free3")];
+      let results: PromiseSettledResult<void>[] = [];
+      const n = await trips(db.pool, async () => {
+        results = await settled([ids[0], held, ids[1], ids[2]].map((id) => commitWithOthers(db.pool, single(id as string))));
+      });
+      expect(outcomes(results)).toBe("ok, ER_LOCK_WAIT_TIMEOUT, ok, ok");
+      expect(n).toBe(1 + 4);
+      expect(await parents(ids)).toEqual([...ids].sort());
+    } finally {
+      await holder.rollback();
+      holder.release();
+      await db.close();
+    }
+  });
+
   it("at most 64 changes share a round trip", async () => {
     const ids = Array.from({ length: 70 }, (_, i) => `${uid("many")}_${i}`);
-    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, change(id)))));
-    expect(n).toBe(2);
+    const texts = await sent(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, single(id)))));
+    expect(texts.map((t) => t.split(";\n").length - 2).sort((a, b) => b - a)).toEqual([64, 6]);
     expect(await parents(ids)).toHaveLength(70);
   });
 
-  it("large changes are split by size: about 256 KB of SQL and values a round trip", async () => {
+  it("large changes are split by size: at most 256 KB of SQL as sent (values counted escaped, so twice their size) a round trip", async () => {
     const ids = Array.from({ length: 5 }, (_, i) => `${uid("large")}_${i}`);
-    // 100 KB of values each: two fit in a group, the third starts the next.
+    // 50 KB of values each, counted as 100 KB escaped: two fit in a group, the third starts the next.
     const large = (id: string): Statement[] => [
       { sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] },
-      { sql: "SELECT LENGTH(?)", params: ["x".repeat(100 * 1024)] },
+      { sql: "SELECT LENGTH(?)", params: ["x".repeat(50 * 1024)] },
     ];
     const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, large(id)))));
     expect(n).toBe(3);
@@ -218,16 +284,21 @@ describe("commitWithOthers", () => {
       answers = await Promise.all(Array.from({ length: 20 }, () => h.post("/v2/keys.createKey", { apiId }, rk)));
     });
     const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
-    console.log(`20 createKeys at once: ${n} round trips`);
-    expect(n).toBeLessThan(20);
+    // One round trip when the 20 land in one turn, as they do here; a second turn may take a few.
+    expect(n).toBeLessThanOrEqual(3);
     for (const m of made) {
       const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { valid: boolean; keyId: string };
       expect(v).toMatchObject({ valid: true, keyId: m.keyId });
     }
     const [records] = await h.db.pool.query<mysql.RowDataPacket[]>(
-      "SELECT r.resource_id, COUNT(*) AS n FROM audit_log_resources r JOIN audit_logs l ON l.pk = r.audit_pk WHERE r.resource_id IN (?) AND l.action = 'key.create' GROUP BY r.resource_id",
+      "SELECT r.resource_id, l.resources FROM audit_log_resources r JOIN audit_logs l ON l.pk = r.audit_pk WHERE r.resource_id IN (?) AND l.action = 'key.create'",
       [made.map((m) => m.keyId)],
     );
-    expect(records.map((r) => [r.resource_id, Number(r.n)]).sort()).toEqual(made.map((m) => [m.keyId, 1]).sort());
+    // One record a key, and the index names the record that is about that key (not a neighbour's of the group).
+    expect(records.map((r) => r.resource_id as string).sort()).toEqual(made.map((m) => m.keyId).sort());
+    for (const r of records) {
+      const resources = (typeof r.resources === "string" ? JSON.parse(r.resources) : r.resources) as { type: string; id: string }[];
+      expect(resources).toContainEqual({ type: "key", id: r.resource_id });
+    }
   });
 });

@@ -47,6 +47,18 @@ describe("generateKey", () => {
     expect(seen.size).toBe(3_000);
   });
 
+  it("every byte of a key is random: no byte position is stuck at zero (as overlapping or zeroed slices would leave it)", () => {
+    // 16-byte keys, 4,096 of them: each position is 0 in ~16 keys by chance (1 in 256).
+    const zeros = new Array<number>(16).fill(0);
+    for (let i = 0; i < 4_096; i++) {
+      const bytes = bs58.decode(generateKey(undefined, 16).key);
+      bytes.forEach((b, j) => {
+        if (b === 0) zeros[j] = (zeros[j] as number) + 1;
+      });
+    }
+    for (const z of zeros) expect(z).toBeLessThan(100);
+  });
+
   it("16 bytes make 21-22 characters, 32 bytes 43-44", () => {
     for (let i = 0; i < 200; i++) {
       expect(generateKey(undefined, 16).key.length).toBeGreaterThanOrEqual(16);
