@@ -18,59 +18,45 @@ const change = (id: string): Statement[] => [
 ];
 /** A change of one row, taking no lock but its own row's (concurrent groups of these never deadlock). */
 const single = (id: string): Statement[] => [{ sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] }];
-/** What each settled result was, for an assertion's message. */
-const outcomes = (rs: PromiseSettledResult<void>[]) =>
-  rs.map((r) => (r.status === "fulfilled" ? "ok" : String((r.reason as { code?: string }).code ?? r.reason))).join(", ");
 /** The same change with its parent's INSERT marked rows (merged with the others of its group). */
 const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), rows: true }, change(id)[1] as Statement];
 
-/** The SQL of every round trip of commitInOneTrip made while fn runs (one connection from the pool each). */
-async function sent(pool: Pool, fn: () => Promise<unknown>): Promise<string[]> {
+/**
+ * Runs fn with the pool watched: the connections asked of it (refused ones too) and
+ * the SQL of each round trip of commitInOneTrip (a connection's first query; a
+ * ROLLBACK after a failure is not a trip).
+ */
+async function watched<T>(pool: Pool, fn: () => Promise<T>): Promise<{ value: T; asked: number; trips: string[] }> {
   type Conn = { query: (...a: unknown[]) => unknown };
   const p = pool as unknown as { getConnection: () => Promise<Conn> };
   const original = p.getConnection;
-  const texts: string[] = [];
-  p.getConnection = async function (this: unknown) {
+  let asked = 0;
+  const trips: string[] = [];
+  p.getConnection = async () => {
+    asked++;
     const conn = await original.apply(pool, []);
     const query = conn.query;
     let first = true;
     conn.query = (...a: unknown[]) => {
-      // The trip's own query; a ROLLBACK after a failure is not a trip.
-      if (first) texts.push(String(a[0]));
+      if (first) trips.push(String(a[0]));
       first = false;
       return query.apply(conn, a);
     };
     return conn;
   };
   try {
-    await fn();
+    return { value: await fn(), asked, trips };
   } finally {
     p.getConnection = original;
   }
-  return texts;
 }
 
-/** How many round trips commitInOneTrip made while fn ran. */
-const trips = async (pool: Pool, fn: () => Promise<unknown>): Promise<number> => (await sent(pool, fn)).length;
-
-/** How many connections were asked of the pool while fn ran (one a round trip tried, refused ones too). */
-async function connectionsAsked(pool: Pool, fn: () => Promise<unknown>): Promise<number> {
-  const p = pool as unknown as { getConnection: () => Promise<unknown> };
-  const original = p.getConnection;
-  let n = 0;
-  p.getConnection = function (this: unknown) {
-    n++;
-    return original.apply(pool, []);
-  };
-  try {
-    await fn();
-  } finally {
-    p.getConnection = original;
-  }
-  return n;
+/** Commits the changes together; what each came to ("ok" or its error's code, in order), and the pool as watched. */
+async function commitAll(pool: Pool, changes: Statement[][]): Promise<{ outcomes: string; asked: number; trips: string[] }> {
+  const { value, asked, trips } = await watched(pool, () => Promise.allSettled(changes.map((c) => commitWithOthers(pool, c))));
+  const outcomes = value.map((r) => (r.status === "fulfilled" ? "ok" : String((r.reason as { code?: string }).code ?? r.reason))).join(", ");
+  return { outcomes, asked, trips };
 }
-
-const settled = (ps: Promise<void>[]) => Promise.allSettled(ps);
 
 describe("commitWithOthers", () => {
   const h = useHarness();
@@ -91,17 +77,18 @@ describe("commitWithOthers", () => {
 
   it("changes asked for in one turn go in one round trip, every one committed", async () => {
     const ids = Array.from({ length: 10 }, (_, i) => `${uid("together")}_${i}`);
-    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, change(id)))));
-    expect(n).toBe(1);
+    const { outcomes, trips } = await commitAll(h.db.pool, ids.map(change));
+    expect(outcomes).toBe(ids.map(() => "ok").join(", "));
+    expect(trips).toHaveLength(1);
     expect(await parents(ids)).toEqual([...ids].sort());
     expect(await children(ids)).toEqual([...ids].sort());
   });
 
   it("INSERTs marked rows, into the same table and columns, go as one INSERT ahead of the rest; each child still finds its parent", async () => {
     const ids = Array.from({ length: 6 }, (_, i) => `${uid("merged")}_${i}`);
-    const texts = await sent(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, marked(id)))));
-    expect(texts).toHaveLength(1);
-    const statements = (texts[0] as string).split(";\n");
+    const { trips } = await commitAll(h.db.pool, ids.map(marked));
+    expect(trips).toHaveLength(1);
+    const statements = (trips[0] as string).split(";\n");
     expect(statements[0]).toBe("START TRANSACTION");
     expect(statements[1]).toBe(`INSERT INTO commit_parent (id) VALUES ${ids.map(() => "(?)").join(", ")}`);
     expect(statements.filter((t) => t.startsWith("INSERT INTO commit_parent"))).toHaveLength(1);
@@ -118,7 +105,7 @@ describe("commitWithOthers", () => {
       ...marked(id),
       { sql: "INSERT INTO commit_index (child_pk, parent_id) VALUES (LAST_INSERT_ID(), ?)", params: [id] },
     ];
-    expect(await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, withIndex(id)))))).toBe(1);
+    expect((await commitAll(h.db.pool, ids.map(withIndex))).trips).toHaveLength(1);
     const [rs] = await h.db.pool.query<mysql.RowDataPacket[]>(
       "SELECT i.parent_id AS indexed, c.parent_id AS child FROM commit_index i LEFT JOIN commit_child c ON c.id = i.child_pk WHERE i.parent_id IN (?)",
       [ids],
@@ -131,20 +118,22 @@ describe("commitWithOthers", () => {
     const taken = uid("taken_merged");
     await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [taken]);
     const ids = [uid("m1"), uid("m2"), uid("m3")];
-    const results = await settled([ids[0], taken, ids[1], ids[2]].map((id) => commitWithOthers(h.db.pool, marked(id as string))));
-    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
-    expect(((results[1] as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_DUP_ENTRY");
+    const { outcomes } = await commitAll(
+      h.db.pool,
+      [ids[0], taken, ids[1], ids[2]].map((id) => marked(id as string)),
+    );
+    expect(outcomes).toBe("ok, ER_DUP_ENTRY, ok, ok");
     expect(await parents(ids)).toEqual([...ids].sort());
     expect(await children([...ids, taken])).toEqual([...ids].sort());
   });
 
   it("changes of different turns go in their own round trips", async () => {
     const ids = [uid("first"), uid("second")];
-    const n = await trips(h.db.pool, async () => {
+    const { trips } = await watched(h.db.pool, async () => {
       await commitWithOthers(h.db.pool, change(ids[0] as string));
       await commitWithOthers(h.db.pool, change(ids[1] as string));
     });
-    expect(n).toBe(2);
+    expect(trips).toHaveLength(2);
     expect(await parents(ids)).toEqual([...ids].sort());
   });
 
@@ -154,18 +143,10 @@ describe("commitWithOthers", () => {
     const ids = Array.from({ length: 5 }, (_, i) => `${uid("beside")}_${i}`);
     // The failing change sits in the middle: changes before it ran in the group's transaction, changes after it did not.
     const order = [ids[0], ids[1], taken, ids[2], ids[3], ids[4]] as string[];
-    let n = 0;
-    const results = await (async () => {
-      let r: PromiseSettledResult<void>[] = [];
-      n = await trips(h.db.pool, async () => {
-        r = await settled(order.map((id) => commitWithOthers(h.db.pool, change(id))));
-      });
-      return r;
-    })();
-    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled", "fulfilled"]);
-    expect(((results[2] as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_DUP_ENTRY");
+    const { outcomes, trips } = await commitAll(h.db.pool, order.map(change));
+    expect(outcomes).toBe("ok, ok, ER_DUP_ENTRY, ok, ok, ok");
     // The group, rolled back, then each change on its own.
-    expect(n).toBe(1 + order.length);
+    expect(trips).toHaveLength(1 + order.length);
     expect(await parents(ids)).toEqual([...ids].sort());
     expect(await children(ids)).toEqual([...ids].sort());
     // The taken id's own change left no child row: its transaction was rolled back whole.
@@ -175,15 +156,9 @@ describe("commitWithOthers", () => {
   it("an error no single change explains (a missing table) fails every change of the group once, with no trip each", async () => {
     const ids = [uid("n1"), uid("n2"), uid("n3")];
     const broken: Statement[] = [{ sql: "INSERT INTO commit_missing (id) VALUES (?)", params: ["x"] }];
-    let results: PromiseSettledResult<void>[] = [];
-    const n = await trips(h.db.pool, async () => {
-      results = await settled(
-        [change(ids[0] as string), broken, change(ids[1] as string), change(ids[2] as string)].map((c) => commitWithOthers(h.db.pool, c)),
-      );
-    });
-    expect(n).toBe(1);
-    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
-    for (const r of results) expect(((r as PromiseRejectedResult).reason as { code?: string }).code).toBe("ER_NO_SUCH_TABLE");
+    const { outcomes, trips } = await commitAll(h.db.pool, [change(ids[0] as string), broken, change(ids[1] as string), change(ids[2] as string)]);
+    expect(trips).toHaveLength(1);
+    expect(outcomes).toBe("ER_NO_SUCH_TABLE, ER_NO_SUCH_TABLE, ER_NO_SUCH_TABLE, ER_NO_SUCH_TABLE");
     expect(await parents(ids)).toEqual([]);
   });
 
@@ -196,12 +171,12 @@ describe("commitWithOthers", () => {
       await holder.beginTransaction();
       await holder.query("INSERT INTO commit_parent (id) VALUES (?)", [held]); // its unique entry stays locked until the rollback
       const ids = [uid("free1"), uid("free2"), uid("free3")];
-      let results: PromiseSettledResult<void>[] = [];
-      const n = await trips(db.pool, async () => {
-        results = await settled([ids[0], held, ids[1], ids[2]].map((id) => commitWithOthers(db.pool, single(id as string))));
-      });
-      expect(outcomes(results)).toBe("ok, ER_LOCK_WAIT_TIMEOUT, ok, ok");
-      expect(n).toBe(1 + 4);
+      const { outcomes, trips } = await commitAll(
+        db.pool,
+        [ids[0], held, ids[1], ids[2]].map((id) => single(id as string)),
+      );
+      expect(outcomes).toBe("ok, ER_LOCK_WAIT_TIMEOUT, ok, ok");
+      expect(trips).toHaveLength(1 + 4);
       expect(await parents(ids)).toEqual([...ids].sort());
     } finally {
       await holder.rollback();
@@ -212,8 +187,8 @@ describe("commitWithOthers", () => {
 
   it("at most 64 changes share a round trip", async () => {
     const ids = Array.from({ length: 70 }, (_, i) => `${uid("many")}_${i}`);
-    const texts = await sent(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, single(id)))));
-    expect(texts.map((t) => t.split(";\n").length - 2).sort((a, b) => b - a)).toEqual([64, 6]);
+    const { trips } = await commitAll(h.db.pool, ids.map(single));
+    expect(trips.map((t) => t.split(";\n").length - 2).sort((a, b) => b - a)).toEqual([64, 6]);
     expect(await parents(ids)).toHaveLength(70);
   });
 
@@ -224,8 +199,9 @@ describe("commitWithOthers", () => {
       { sql: "INSERT INTO commit_parent (id) VALUES (?)", params: [id] },
       { sql: "SELECT LENGTH(?)", params: ["x".repeat(50 * 1024)] },
     ];
-    const n = await trips(h.db.pool, () => Promise.all(ids.map((id) => commitWithOthers(h.db.pool, large(id)))));
-    expect(n).toBe(3);
+    const { outcomes, trips } = await commitAll(h.db.pool, ids.map(large));
+    expect(outcomes).toBe(ids.map(() => "ok").join(", "));
+    expect(trips).toHaveLength(3);
     expect(await parents(ids)).toHaveLength(5);
   });
 
@@ -241,13 +217,9 @@ describe("commitWithOthers", () => {
 
     it("every change of the group fails with the database's error, without a round trip each", async () => {
       const ids = Array.from({ length: 4 }, (_, i) => `${uid("down")}_${i}`);
-      let results: PromiseSettledResult<void>[] = [];
-      const n = await connectionsAsked(down, async () => {
-        results = await settled(ids.map((id) => commitWithOthers(down, change(id))));
-      });
-      expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
-      for (const r of results) expect(((r as PromiseRejectedResult).reason as { code?: string }).code).toBe("ECONNREFUSED");
-      expect(n).toBe(1);
+      const { outcomes, asked } = await commitAll(down, ids.map(change));
+      expect(outcomes).toBe("ECONNREFUSED, ECONNREFUSED, ECONNREFUSED, ECONNREFUSED");
+      expect(asked).toBe(1);
     });
   });
 
@@ -260,11 +232,8 @@ describe("commitWithOthers", () => {
       recoverable: i % 3 !== 0,
       ...(i % 2 === 0 ? { ratelimits: [{ name: `limit_${i}`, limit: 10 + i, duration: 60_000 }] } : {}),
     }));
-    let answers: Awaited<ReturnType<typeof h.post>>[] = [];
-    const n = await trips(h.db.pool, async () => {
-      answers = await Promise.all(bodies.map((b) => h.post("/v2/keys.createKey", b, rk)));
-    });
-    expect(n).toBeLessThan(12);
+    const { value: answers, trips } = await watched(h.db.pool, () => Promise.all(bodies.map((b) => h.post("/v2/keys.createKey", b, rk))));
+    expect(trips.length).toBeLessThan(12);
     const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
     for (const [i, m] of made.entries()) {
       const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { keyId: string; ratelimits?: { name: string; limit: number }[] };
@@ -279,13 +248,12 @@ describe("commitWithOthers", () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
     await h.post("/v2/keys.createKey", { apiId }, rk); // the API in createKey's cache
-    let answers: Awaited<ReturnType<typeof h.post>>[] = [];
-    const n = await trips(h.db.pool, async () => {
-      answers = await Promise.all(Array.from({ length: 20 }, () => h.post("/v2/keys.createKey", { apiId }, rk)));
-    });
+    const { value: answers, trips } = await watched(h.db.pool, () =>
+      Promise.all(Array.from({ length: 20 }, () => h.post("/v2/keys.createKey", { apiId }, rk))),
+    );
     const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
     // One round trip when the 20 land in one turn, as they do here; a second turn may take a few.
-    expect(n).toBeLessThanOrEqual(3);
+    expect(trips.length).toBeLessThanOrEqual(3);
     for (const m of made) {
       const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { valid: boolean; keyId: string };
       expect(v).toMatchObject({ valid: true, keyId: m.keyId });
