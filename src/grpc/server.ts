@@ -16,7 +16,8 @@ import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { AppError, invalidInput } from "../core/errors.js";
 import { requestId as newRequestId } from "../core/ids.js";
-import { authenticate } from "../domain/auth/authenticate.js";
+import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
+import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
 import { catalog, toConnectError } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
@@ -25,7 +26,7 @@ import { singleMetadataAuthorization } from "../transport/credentials.js";
 import { decodeBinary } from "../transport/decode.js";
 import { type Caller, invokeRpc, rpcError } from "../transport/invoke.js";
 import { metricsOf } from "../transport/metrics.js";
-import { grpcOrigin } from "../transport/origin.js";
+import { GrpcOrigin } from "../transport/origin.js";
 import { readiness } from "../transport/readiness.js";
 import { recordRequest } from "../transport/request-log.js";
 import { HealthService, ServingStatus } from "./health.js";
@@ -194,22 +195,30 @@ function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<strin
               void rpcError(deps, options.docsBase, descriptor.path, err, requestId)
                 .then((ce) => call.sendStatus(statusOf(ce)))
                 .catch(fail);
-            let authorization: string | undefined;
+            const admit = (principal: Principal) => {
+              const ua = metadata.get("user-agent")[0];
+              principal.origin = new GrpcOrigin(requestId, next.getPeer(), typeof ua === "string" ? ua : undefined);
+              prepared.caller = { principal };
+              (metadata as PreparedMetadata)[kPrepared] = prepared;
+              pass(metadata);
+            };
+            // A root key in the cache is admitted in this turn, without a promise (as on the JSON door).
+            let found: Principal | RootKeyMiss;
             try {
-              authorization = singleMetadataAuthorization(metadata.get("authorization"));
+              found = authenticateCached(deps, singleMetadataAuthorization(metadata.get("authorization")));
             } catch (err) {
               refuse(err);
               return;
             }
-            authenticate(deps, authorization)
-              .then((principal) => {
-                const ua = metadata.get("user-agent")[0];
-                principal.origin = grpcOrigin(requestId, next.getPeer(), typeof ua === "string" ? ua : undefined);
-                prepared.caller = { principal };
-                (metadata as PreparedMetadata)[kPrepared] = prepared;
-                pass(metadata);
-              }, refuse)
-              .catch(fail);
+            if (found instanceof RootKeyMiss) {
+              lookupRootKey(deps, found).then(admit, refuse).catch(fail);
+              return;
+            }
+            try {
+              admit(found);
+            } catch (err) {
+              fail(err);
+            }
           },
           // The client went away (or the call ended): counted once, as cancelled if nothing was sent.
           onCancel: () => record(grpc.status.CANCELLED, undefined),

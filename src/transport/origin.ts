@@ -26,9 +26,23 @@ export class HttpOrigin implements RequestOrigin {
   }
 }
 
-/** A gRPC call's origin: the peer as grpc-js gives it (`ipv4:127.0.0.1:5000`, port dropped). */
-export function grpcOrigin(requestId: string, peer: string, userAgent: string | undefined): RequestOrigin {
-  return { requestId, remoteAddress: addressOfPeer(peer), userAgent };
+/**
+ * A gRPC call's origin: the peer as grpc-js gives it (`ipv4:127.0.0.1:5000`,
+ * port dropped). The peer's text is taken at once; the address is cut out of it
+ * only when a change is recorded: its regular expressions were 1.3% of a hot
+ * gRPC verifyKey's busy time, for an address a verification never reads.
+ */
+export class GrpcOrigin implements RequestOrigin {
+  private address: string | undefined | null = null;
+  constructor(
+    readonly requestId: string,
+    private readonly peer: string,
+    readonly userAgent: string | undefined,
+  ) {}
+  get remoteAddress(): string | undefined {
+    if (this.address === null) this.address = addressOfPeer(this.peer);
+    return this.address;
+  }
 }
 
 export function addressOfPeer(peer: string): string | undefined {

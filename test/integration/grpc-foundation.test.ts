@@ -8,6 +8,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { protoPath as healthProtoPath } from "grpc-health-check";
+import type { RowDataPacket } from "mysql2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/keyhold/v2/errors_pb.js";
 import { generateRootKey } from "../../src/domain/auth/root-key.js";
@@ -135,6 +136,27 @@ describe("gRPC front door", () => {
     // The JSON API sees the same key the same way.
     const viaJson = await h.post("/v2/keys.getKey", { keyId: created.keyId }, admin);
     expect(viaJson.body.data).toMatchObject({ keyId: created.keyId, name: "over grpc", credits: { remaining: 4 } });
+  });
+
+  it("a change over gRPC is recorded with the peer's address, its user agent and the call's request id", async () => {
+    const md = new grpc.Metadata();
+    md.set("authorization", `Bearer ${admin}`);
+    const { apiId, requestId } = await new Promise<{ apiId: string; requestId: string }>((resolve, reject) => {
+      let apiId = "";
+      const call = (
+        apis as unknown as Record<string, (req: Json, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Json) => void) => grpc.ClientUnaryCall>
+      ).CreateApi?.call(apis, { name: "grpc-audited" }, md, (err, res) => {
+        if (err) reject(err);
+        else apiId = res.apiId;
+      });
+      call?.on("status", (s: grpc.StatusObject) => resolve({ apiId, requestId: String(s.metadata.get("request-id")[0]) }));
+    });
+    expect(requestId).toMatch(/^req_/);
+    const [rows] = await h.db.pool.query<RowDataPacket[]>("SELECT action, remote_address, user_agent FROM audit_logs WHERE request_id = ?", [requestId]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ action: "api.create", remote_address: "127.0.0.1" });
+    expect(String(rows[0]?.user_agent)).toMatch(/^grpc-node-js\//);
+    expect(apiId).toMatch(/^api_/);
   });
 
   it("a call without authorization metadata -> UNAUTHENTICATED with err:svc:authentication:missing", async () => {
