@@ -26,6 +26,7 @@ const LOADER: protoLoader.Options = { includeDirs: protoIncludeDirs(), longs: St
 // biome-ignore lint/suspicious/noExplicitAny: dynamic clients from proto-loader
 type Json = any;
 type Call = (req: Json, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Json) => void) => void;
+type UnaryCall = (...args: Parameters<Call>) => grpc.ClientUnaryCall;
 
 type Rpc = (method: string, req: Json, rootKey?: string | null) => Promise<Json>;
 
@@ -141,16 +142,14 @@ describe("gRPC front door", () => {
   it("a change over gRPC is recorded with the peer's address, its user agent and the call's request id", async () => {
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${admin}`);
-    const { apiId, requestId } = await new Promise<{ apiId: string; requestId: string }>((resolve, reject) => {
-      let apiId = "";
-      const call = (
-        apis as unknown as Record<string, (req: Json, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Json) => void) => grpc.ClientUnaryCall>
-      ).CreateApi?.call(apis, { name: "grpc-audited" }, md, (err, res) => {
-        if (err) reject(err);
-        else apiId = res.apiId;
-      });
-      call?.on("status", (s: grpc.StatusObject) => resolve({ apiId, requestId: String(s.metadata.get("request-id")[0]) }));
+    const createApi = (apis as unknown as Record<string, UnaryCall>).CreateApi as UnaryCall;
+    // The answer comes to the callback, the request id in the trailers (the call's status): both are awaited.
+    let call: grpc.ClientUnaryCall | undefined;
+    const answer = new Promise<string>((resolve, reject) => {
+      call = createApi.call(apis, { name: "grpc-audited" }, md, (err, res) => (err ? reject(err) : resolve(res.apiId)));
     });
+    const trailers = new Promise<string>((resolve) => call?.on("status", (s: grpc.StatusObject) => resolve(String(s.metadata.get("request-id")[0]))));
+    const [apiId, requestId] = await Promise.all([answer, trailers]);
     expect(requestId).toMatch(/^req_/);
     const [rows] = await h.db.pool.query<RowDataPacket[]>("SELECT action, remote_address, user_agent FROM audit_logs WHERE request_id = ?", [requestId]);
     expect(rows).toHaveLength(1);
