@@ -124,8 +124,8 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
 
   // Operations endpoints: no root key (keep them off the public network, or behind the load balancer's allow list).
   app.get("/metrics", async (_req, reply) => {
-    reply.header("content-type", metrics.registry.contentType);
-    return metrics.registry.metrics();
+    reply.header("content-type", metrics.contentType);
+    return metrics.text();
   });
   app.get("/readyz", async (_req, reply) => {
     const r = await readiness(deps, config.redisUrl !== undefined);

@@ -173,7 +173,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   const metrics = metricsOf(deps);
   metrics.watch(deps, pool, config.redisUrl !== undefined);
   metrics.watchAnalytics(analytics);
-  observeStatements((seconds, ok) => metrics.statement(seconds, ok));
+  const unobserve = observeStatements((seconds, ok) => metrics.statement(seconds, ok));
   return {
     deps,
     invalidations,
@@ -186,6 +186,7 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
       await rootKeyUsage.stop();
       await analytics.stop();
       await limiter.close();
+      unobserve();
     },
     degraded,
   };

@@ -13,10 +13,17 @@ type Param = string | number | bigint | boolean | null | Buffer;
 // those run as plain queries with client-side escaping instead.
 const PREPARE_UP_TO = 8;
 
-/** Told the duration of every statement run through rows/exec (the process's metrics). */
+/**
+ * Told the duration of every statement run through rows/exec (the metrics of the
+ * instance built last in this process). Returns what stops it, so that a closed
+ * instance is not kept alive by it.
+ */
 let observer: ((seconds: number, ok: boolean) => void) | undefined;
-export function observeStatements(fn: (seconds: number, ok: boolean) => void): void {
+export function observeStatements(fn: (seconds: number, ok: boolean) => void): () => void {
   observer = fn;
+  return () => {
+    if (observer === fn) observer = undefined;
+  };
 }
 
 async function timed<T>(run: () => Promise<T>): Promise<T> {

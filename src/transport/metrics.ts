@@ -17,8 +17,32 @@ import { type Pool, poolFigures } from "../storage/db.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/**
+ * Node's process metrics (CPU, memory, event-loop lag, garbage collection), made
+ * once per process and scraped with every instance's own. prom-client's
+ * collectors cannot be stopped (a GC PerformanceObserver, an event-loop delay
+ * monitor): made per instance, they kept each closed instance's registry alive,
+ * and through its gauges the whole instance (its pools and caches), ~40 MB per
+ * instance built and closed in one process.
+ */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: "keyhold_" });
+  }
+  return processRegistry;
+}
+
 export class Metrics {
+  /** This instance's metrics; /metrics serves them with the process's (text()). */
   readonly registry = new Registry();
+  readonly contentType = this.registry.contentType;
+
+  /** The exposition text of GET /metrics: the process's metrics, then this instance's. */
+  text(): Promise<string> {
+    return Registry.merge([processMetrics(), this.registry]).metrics();
+  }
   private readonly statements: Histogram<"outcome">;
   // The per-request series are plain numbers, handed to prom-client only when
   // scraped: a labelled child's inc() and observe() hash their labels on every
@@ -29,7 +53,7 @@ export class Metrics {
 
   constructor() {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: "keyhold_" });
+    processMetrics();
     const requestCounts = this.requestCounts;
     new Counter({
       name: "keyhold_requests_total",

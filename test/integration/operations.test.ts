@@ -1,5 +1,7 @@
 // The operations endpoints: Prometheus metrics at /metrics and readiness at
 // /readyz (database, and Redis when configured), both without a root key.
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { buildServer } from "../../src/server/bootstrap.js";
@@ -110,5 +112,34 @@ describe("operations endpoints", () => {
       await db.close();
       await proxy.close();
     }
+  });
+  // prom-client's process collectors (a GC observer, an event-loop monitor) cannot be
+  // stopped: made per instance, they held every closed instance, pools and caches
+  // included (~40 MB each), for the life of the process.
+  it("a closed instance, scraped once, is garbage: nothing process-wide holds it", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const built = async () => {
+      const db = await openDatabase(h.config.databaseUrl ?? "");
+      const runtime = buildDeps(h.config, db.pool, { info() {}, warn() {}, error() {}, debug() {} });
+      const app = await buildServer({ config: h.config, deps: runtime.deps, services: services(runtime.deps) });
+      const scraped = await app.inject({ method: "GET", url: "/metrics" });
+      expect(scraped.body).toContain("keyhold_process_cpu_seconds_total");
+      expect(scraped.body).toContain("keyhold_nodejs_gc_duration_seconds");
+      await app.close();
+      await runtime.close();
+      await db.close();
+      return new WeakRef(runtime.deps);
+    };
+    const refs = [await built(), await built()];
+    await expect
+      .poll(
+        () => {
+          gc();
+          return refs.filter((r) => r.deref() !== undefined).length;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(0);
   });
 });
