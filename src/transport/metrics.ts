@@ -1,6 +1,7 @@
-// Prometheus metrics (prom-client), one registry per keyhold instance: requests
-// and latency per operation and status, verification outcomes, cache counters,
-// database pool and statement latency, Redis state. Served at GET /metrics.
+// Prometheus metrics (prom-client), one registry per keyhold instance (Node's
+// process metrics in one registry per process): requests and latency per
+// operation and status, verification outcomes, cache counters, database pool
+// and statement latency, Redis state. Served at GET /metrics.
 // What the hot path pays: a cached counter child's inc() and one histogram
 // observe() per request; cache and pool figures are read only when scraped.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
@@ -39,10 +40,6 @@ export class Metrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
 
-  /** The exposition text of GET /metrics: the process's metrics, then this instance's. */
-  text(): Promise<string> {
-    return Registry.merge([processMetrics(), this.registry]).metrics();
-  }
   private readonly statements: Histogram<"outcome">;
   // The per-request series are plain numbers, handed to prom-client only when
   // scraped: a labelled child's inc() and observe() hash their labels on every
@@ -50,6 +47,11 @@ export class Metrics {
   private readonly requestCounts = new Map<string, { labels: Labels; n: number }>();
   private readonly latencies = new Map<string, LatencySeries>();
   private readonly verificationCounts = new Map<string, number>();
+
+  /** The exposition text of GET /metrics: the process's metrics, then this instance's. */
+  text(): Promise<string> {
+    return Registry.merge([processMetrics(), this.registry]).metrics();
+  }
 
   constructor() {
     const registers = [this.registry];
