@@ -15,7 +15,7 @@ export default defineConfig({
         extends: true,
         test: {
           // Unit tests sit next to the code; integration and other tests use a real database.
-          name: "all",
+          name: "others",
           globalSetup: ["./test/global-setup.ts"],
           include: ["src/**/*.test.ts", "test/**/*.test.ts"],
           exclude: [...exclude, "test/contract/**"],
@@ -30,8 +30,8 @@ export default defineConfig({
           // anew per file. Measured on the 70 files of keys.*: 136 s -> 60 s, the
           // import time 117 s -> 10 s (summed over files).
           name: "contract",
-          // The same database server; no Redis (test/global-setup.ts).
-          globalSetup: ["./test/global-setup.ts"],
+          // The same database server, no Redis.
+          globalSetup: ["./test/global-setup-database.ts"],
           include: ["test/contract/**/*.test.ts"],
           exclude,
           isolate: false,

@@ -1,4 +1,4 @@
-// Runs once per test run and project: uses DATABASE_URL's server when it is set, otherwise
+// Runs once per test run (the project "others"): uses DATABASE_URL's server when it is set, otherwise
 // starts (or joins) keyhold's private server, exactly as `npm start` would.
 // Each test file then makes its own fresh database on that server.
 import { spawn } from "node:child_process";
@@ -93,12 +93,6 @@ async function provideRedisCluster(project: TestProject): Promise<(() => Promise
 }
 
 export default async function setup(project: TestProject) {
-  // The contract tests use neither Redis (vitest.config.ts): they join the database server only.
-  if (project.name === "contract") {
-    project.provide("redisUrl", "");
-    project.provide("redisClusterUrl", "");
-    return provideDatabase(project, async () => undefined);
-  }
   const stopCluster = await provideRedisCluster(project);
   let stopRedis0: (() => void) | undefined;
   const stopRedis = async () => {
@@ -115,7 +109,7 @@ export default async function setup(project: TestProject) {
   }
 }
 
-async function provideDatabase(project: TestProject, stopRedis: () => Promise<void>): Promise<() => Promise<void>> {
+export async function provideDatabase(project: TestProject, stopRedis: () => Promise<void>): Promise<() => Promise<void>> {
   const url = process.env.DATABASE_URL;
   if (url !== undefined && url !== "") {
     const u = new URL(url);
