@@ -26,6 +26,8 @@ export interface Config {
   idempotencyTtlMs: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** Added to shutdownTimeoutMs: what the requests leave of the sum is how long SIGTERM waits for the work written behind (analytics events, last-used times). */
+  shutdownFlushTimeoutMs: number;
   /** Longest a client may take to send a request's headers (slow clients are cut off with a 408). */
   headersTimeoutMs: number;
   /** Longest a client may take to send a whole request, body included. */
@@ -215,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { needsEn
     idempotencyTtlMs: int("IDEMPOTENCY_TTL_MS", 86_400_000, 1_000, 7 * 86_400_000),
     bodyLimitBytes: int("BODY_LIMIT_BYTES", 10 * 1024 * 1024, 1024, 1024 ** 3),
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    shutdownFlushTimeoutMs: int("SHUTDOWN_FLUSH_TIMEOUT_MS", 15_000, 0, 600_000),
     headersTimeoutMs: int("HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
     requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
     dbConnectTimeoutMs: int("DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),

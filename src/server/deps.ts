@@ -29,9 +29,19 @@ import { loadKeyring } from "./encryption-key.js";
 export interface Runtime {
   deps: Deps;
   invalidations: Invalidations;
-  close(): Promise<void>;
+  /** Stops the background work and writes what is behind; with `until` (Unix ms), a write the database refuses is tried again until then. */
+  close(until?: number): Promise<void>;
+  /** Work recorded behind the requests and not yet in the database. */
+  behind(): Behind;
   /** Names of the parts currently running degraded (e.g. ["redis"]); empty when all is well. */
   degraded: () => string[];
+}
+
+export interface Behind {
+  analyticsEvents: number;
+  /** Keys whose last-used time is waiting to be written. */
+  lastUsedKeys: number;
+  lastUsedRootKeys: number;
 }
 
 const USAGE_SWEEP_EVERY_MS = 15 * 60_000;
@@ -177,17 +187,18 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   return {
     deps,
     invalidations,
-    async close() {
+    async close(until?: number) {
       invalidations.stop();
       clearInterval(sweepUsage);
       clearInterval(sweepAudit);
       clearTimeout(firstAuditSweep);
-      await usage.stop();
-      await rootKeyUsage.stop();
-      await analytics.stop();
+      // Last-used times first: one or two statements, where analytics may be many batches.
+      await Promise.all([usage.stop(until), rootKeyUsage.stop(until)]);
+      await analytics.stop(until);
       await limiter.close();
       unobserve();
     },
+    behind: () => ({ analyticsEvents: analytics.unwritten, lastUsedKeys: usage.size, lastUsedRootKeys: rootKeyUsage.size }),
     degraded,
   };
 }

@@ -82,10 +82,55 @@ describe("AnalyticsRecorder", () => {
     expect(rec.dropped).toBe(2);
     await rec.flush();
     expect(drops).toEqual([2]);
-    const bytes = recorder(async () => undefined, { maxPending: 1_000, maxPendingBytes: 50_000 });
+    // An event with 20 tags of 512 characters is estimated at ~21 KB held.
+    const bytes = recorder(async () => undefined, { maxPending: 1_000, maxPendingBytes: 20_000 });
     const big = Array.from({ length: 20 }, () => "t".repeat(512));
     for (let i = 0; i < 5; i++) bytes.rec.verification(event(i, big));
     expect(bytes.rec.pendingRows).toBe(1);
     expect(bytes.rec.dropped).toBe(4);
+  });
+
+  it("bounds memory by what an event holds, not by the SQL it will become", () => {
+    // 1,000 events without tags hold ~200 KB; their SQL would be ~1.5 MB.
+    const { rec } = recorder(async () => undefined, { maxPending: 10_000, maxPendingBytes: 210_000 });
+    for (let i = 0; i < 1_000; i++) rec.verification(event(i));
+    expect(rec.pendingRows).toBe(1_000);
+    expect(rec.dropped).toBe(0);
+    // Tags count: 20 of 512 characters (~21 KB held) take it over the bound, so the next one is dropped.
+    const tags = Array.from({ length: 20 }, () => "t".repeat(512));
+    rec.verification(event(1_000, tags));
+    rec.verification(event(1_001));
+    expect(rec.pendingRows).toBe(1_001);
+    expect(rec.dropped).toBe(1);
+  });
+
+  it("stop(until) tries a refused batch again until the deadline; stop() tries once", async () => {
+    let refusals = 3;
+    const written: string[] = [];
+    const write = async (v: VerificationEvent[]) => {
+      if (refusals-- > 0) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      written.push(...v.map((e) => e.requestId));
+    };
+    const once = recorder(write);
+    for (let i = 0; i < 3; i++) once.rec.verification(event(i));
+    await once.rec.stop();
+    expect(once.rec.pendingRows).toBe(3);
+    expect(written).toEqual([]);
+
+    refusals = 3;
+    const retried = recorder(write);
+    for (let i = 0; i < 3; i++) retried.rec.verification(event(i));
+    await retried.rec.stop(Date.now() + 5_000, 10);
+    expect(written).toEqual(["req_0", "req_1", "req_2"]);
+    expect(retried.errors).toHaveLength(3);
+    expect(retried.rec.pendingRows).toBe(0);
+
+    refusals = 1_000;
+    const late = recorder(write);
+    late.rec.verification(event(9));
+    const started = Date.now();
+    await late.rec.stop(started + 200, 10);
+    expect(late.rec.pendingRows).toBe(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });

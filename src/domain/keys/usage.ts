@@ -1,6 +1,7 @@
 // Write-behind of last-used times: verifications only touch memory; a timer
 // writes one batched UPDATE. A crash loses at most the last unflushed batch of
-// lastUsedAt, which is approximate by contract. Credits are never written here.
+// lastUsedAt, which is approximate by contract; a batch the database refuses is
+// kept for the next flush. Credits are never written here.
 
 export type FlushFn = (used: Map<string, number>) => Promise<void>;
 
@@ -24,6 +25,11 @@ export class UsageRecorder {
     this.pending.set(keyId, at);
   }
 
+  /** Keys whose last-used time is waiting to be written. */
+  get size(): number {
+    return this.pending.size;
+  }
+
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       if (this.pending.size === 0) return;
@@ -32,14 +38,21 @@ export class UsageRecorder {
       try {
         await this.flushFn(batch);
       } catch (err) {
+        // Back for the next flush, unless a later use of the key was recorded meanwhile.
+        for (const [id, at] of batch) if ((this.pending.get(id) ?? -1) < at) this.pending.set(id, at);
         this.onError(err);
       }
     });
     return this.flushing;
   }
 
-  async stop(): Promise<void> {
+  /** Stops the timer and writes what is pending; with `until` (Unix ms), tried again every `retryMs` until then while the database refuses. */
+  async stop(until?: number, retryMs = 500): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.flush();
+    while (until !== undefined && this.pending.size > 0 && Date.now() + retryMs < until) {
+      await new Promise((r) => setTimeout(r, retryMs));
+      await this.flush();
+    }
   }
 }
