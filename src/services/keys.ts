@@ -9,6 +9,13 @@ import { migrateKeysOp } from "./key-migrations.js";
 import { toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
 
+type VerifyKeyAnswer = Exclude<Awaited<ReturnType<Operations<typeof KeysService>["verifyKey"]>>, undefined>;
+const NO_RATELIMITS: [] = [];
+const hasKeys = (o: object): boolean => {
+  for (const _ in o) return true;
+  return false;
+};
+
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {
     createKey: (req, { principal }) =>
@@ -41,26 +48,31 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
         key: req.key,
         permissions: req.permissions,
         credits: req.credits === undefined ? undefined : { cost: num(req.credits.cost) },
-        ratelimits: req.ratelimits.map((r) => ({ name: r.name, cost: optNum(r.cost), limit: optNum(r.limit), duration: optNum(r.duration) })),
+        ratelimits:
+          req.ratelimits.length === 0
+            ? NO_RATELIMITS
+            : req.ratelimits.map((r) => ({ name: r.name, cost: optNum(r.cost), limit: optNum(r.limit), duration: optNum(r.duration) })),
         tags: req.tags,
         migrationId: req.migrationId,
       });
       if (out.code === "NOT_FOUND") return { valid: false, code: "NOT_FOUND" };
       const k = out.key;
-      return {
+      // Optional fields set one by one: spreads of `cond ? {...} : {}` made an object each, per verification.
+      const res: VerifyKeyAnswer = {
         valid: out.valid,
         code: out.code,
         keyId: k.id,
-        ...(k.name ? { name: k.name } : {}),
-        ...(k.meta && Object.keys(k.meta).length > 0 ? { meta: k.meta as never } : {}),
-        ...(k.expires !== undefined ? { expires: big(k.expires) } : {}),
-        ...(out.credits !== undefined ? { credits: big(out.credits) } : {}),
         enabled: k.enabled,
         permissions: k.permissions,
         roles: k.roles,
-        ...(k.identity ? { identity: toIdentity(k.identity) } : {}),
         ratelimits: out.ratelimits.map((r) => ({ ...r, limit: big(r.limit), duration: big(r.duration), reset: big(r.reset), remaining: big(r.remaining) })),
       };
+      if (k.name) res.name = k.name;
+      if (k.meta && hasKeys(k.meta)) res.meta = k.meta as never;
+      if (k.expires !== undefined) res.expires = big(k.expires);
+      if (out.credits !== undefined) res.credits = big(out.credits);
+      if (k.identity) res.identity = toIdentity(k.identity);
+      return res;
     },
     getKey: async (req, { principal }) => ({ key: toKeyResponse(await getKey(deps, principal, req)) }),
     whoami: async (req, { principal }) => ({ key: toKeyResponse(await whoami(deps, principal, req)) }),

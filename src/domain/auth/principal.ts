@@ -42,7 +42,9 @@ export function holdsAny(p: Principal, wanted: readonly string[]): boolean {
   return false;
 }
 
-const someGrant = new WeakMap<readonly string[], Map<string, boolean>>();
+// By resource, then action: both are constants of their call sites, so finding
+// the answer builds no string (a `resource.action` key was one per request).
+const someGrant = new WeakMap<readonly string[], Map<string, Map<string, boolean>>>();
 
 /**
  * Whether some grant could allow `action` on some resource of this kind (any id).
@@ -51,15 +53,16 @@ const someGrant = new WeakMap<readonly string[], Map<string, boolean>>();
  * exactly once the resource's id is known.
  */
 export function holdsSomeGrantFor(p: Principal, resource: string, action: string): boolean {
-  let memo = someGrant.get(p.permissions);
-  if (memo === undefined) someGrant.set(p.permissions, (memo = new Map()));
-  const k = `${resource}.${action}`;
-  let yes = memo.get(k);
+  let byResource = someGrant.get(p.permissions);
+  if (byResource === undefined) someGrant.set(p.permissions, (byResource = new Map()));
+  let memo = byResource.get(resource);
+  if (memo === undefined) byResource.set(resource, (memo = new Map()));
+  let yes = memo.get(action);
   if (yes === undefined) {
     yes = p.permissions.some(
       (g) => grantCovers(g, `${resource}.\u0000.${action}`) || (g.startsWith(`${resource}.`) && (g.endsWith(`.${action}`) || g.endsWith("*"))),
     );
-    memo.set(k, yes);
+    memo.set(action, yes);
   }
   return yes;
 }

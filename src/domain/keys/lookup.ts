@@ -22,10 +22,20 @@ interface Load {
 const inflightByCache = new WeakMap<object, Map<string, Load>>();
 const loaderByCache = new WeakMap<object, HashLoader>();
 
-export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
+/**
+ * The cache's answer without a promise: the record, undefined for a hash
+ * remembered as unknown, or null when only the database can tell
+ * (keyRecordByHash). A hot verification then awaits nothing to find its key.
+ */
+export function cachedKeyRecord(deps: Deps, hash: string): KeyRecord | undefined | null {
   const cached = deps.keyCache.get(hash);
   if (cached === MISS) return undefined;
-  if (cached !== undefined) return cached;
+  return cached === undefined ? null : cached;
+}
+
+export async function keyRecordByHash(deps: Deps, hash: string): Promise<KeyRecord | undefined> {
+  const cached = cachedKeyRecord(deps, hash);
+  if (cached !== null) return cached;
   // Concurrent misses on the same hash share one database read, but only while
   // nothing was invalidated since it began: a read that started before a change
   // must not answer a verification that started after it.

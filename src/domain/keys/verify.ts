@@ -7,12 +7,12 @@ import { AppError } from "../../core/errors.js";
 import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
 import type { LimitCheck } from "../../storage/memory-limiter.js";
-import { holdsAny, type Principal, requireSomeGrantFor } from "../auth/principal.js";
+import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
 import { Validator } from "../validate.js";
 import { hashKey } from "./generate.js";
-import { keyRecordByHash } from "./lookup.js";
+import { cachedKeyRecord, keyRecordByHash } from "./lookup.js";
 import { keyRecordViaMigration } from "./migrated-lookup.js";
 import { evaluateQuery, parseQueryCached, type Query } from "./permission-query.js";
 import { currentRefillPeriodStart, refillDue } from "./refill.js";
@@ -52,6 +52,18 @@ export type VerifyOutcome =
     };
 
 const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
+const NO_LIMITS: RatelimitOutcome[] = [];
+
+/** `apis.<apiId>.verify_key`, made once per API: a string built per request would be hashed anew by the grant memo each time. */
+const verifyGrants = new Map<string, string>();
+const verifyGrantOf = (apiId: string): string => {
+  let g = verifyGrants.get(apiId);
+  if (g === undefined) {
+    if (verifyGrants.size >= 10_000) verifyGrants.clear();
+    verifyGrants.set(apiId, (g = `apis.${apiId}.verify_key`));
+  }
+  return g;
+};
 
 /**
  * The one rule the protos cannot say (their field rules have run already,
@@ -62,19 +74,64 @@ function validate(input: VerifyKeyInput): void {
   let v: Validator | undefined;
   // Tags are stored and read back by anyone with read_analytics: a tag holding
   // the key would put a working secret in the analytics tables.
-  input.tags.forEach((t, i) => {
-    if (input.key.length >= 8 && t.includes(input.key)) {
+  for (let i = 0; i < input.tags.length; i++) {
+    if (input.key.length >= 8 && (input.tags[i] as string).includes(input.key)) {
       v ??= new Validator();
       v.add(`tags[${i}]`, `tags[${i}] contains the key being verified; tags are stored for analytics and must never hold a secret.`);
     }
-  });
-  input.ratelimits.forEach((r, i) => {
-    if (r.limit === undefined || r.duration === undefined) return;
+  }
+  for (let i = 0; i < input.ratelimits.length; i++) {
+    const r = input.ratelimits[i] as VerifyKeyInput["ratelimits"][number];
+    if (r.limit === undefined || r.duration === undefined) continue;
     v ??= new Validator();
     v.number(`ratelimits[${i}].limit`, r.limit, { min: 1 });
     v.number(`ratelimits[${i}].duration`, r.duration, { min: limits.ratelimitDuration.min });
-  });
+  }
   v?.done();
+}
+
+/** A refused verification spends nothing but still reports the balance (docs/ratelimits.md, "Credits"). */
+async function refuse(
+  deps: Deps,
+  p: Principal,
+  input: VerifyKeyInput,
+  key: KeyRecord,
+  now: number,
+  code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED",
+  ratelimits: RatelimitOutcome[] = NO_LIMITS,
+): Promise<VerifyOutcome> {
+  return outcome(deps, p, input, key, now, code, key.limitedCredits ? await readCredits(deps.pool, key.id) : undefined, ratelimits, 0);
+}
+
+/** Records the use and the analytics event of a verification that found its key, and makes its outcome. */
+function outcome(
+  deps: Deps,
+  p: Principal,
+  input: VerifyKeyInput,
+  key: KeyRecord,
+  now: number,
+  code: Exclude<VerifyCode, "NOT_FOUND">,
+  credits: number | undefined,
+  ratelimits: RatelimitOutcome[],
+  spentCredits: number,
+): VerifyOutcome {
+  // Every outcome counts as a use; a request refused with an error (an unknown rate limit, 412) does not.
+  deps.usage.record(key.id, now);
+  deps.analytics.verification({
+    requestId: p.origin?.requestId ?? "",
+    time: now,
+    workspaceId: key.workspaceId,
+    keySpaceId: key.keyAuthId,
+    apiId: key.apiId,
+    keyId: key.id,
+    identityId: key.identity?.id ?? "",
+    externalId: key.identity?.externalId ?? "",
+    outcome: code,
+    region: deps.region,
+    tags: input.tags,
+    spentCredits,
+  });
+  return { valid: code === "VALID", code, key, credits, ratelimits };
 }
 
 export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Promise<VerifyOutcome> {
@@ -83,12 +140,17 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   // so the caller cannot tell whether the key exists (docs/auth.md, "401 or 403").
   requireSomeGrantFor(p, "apis", "verify_key", "apiId");
   const hash = hashKey(input.key);
-  const key =
-    (await keyRecordByHash(deps, hash)) ??
-    (input.migrationId === undefined ? undefined : await keyRecordViaMigration(deps, p, input.key, hash, input.migrationId));
+  // A hot key is answered by the cache without awaiting a promise.
+  let key = cachedKeyRecord(deps, hash);
+  if (key === null) key = await keyRecordByHash(deps, hash);
+  if (key === undefined && input.migrationId !== undefined) key = await keyRecordViaMigration(deps, p, input.key, hash, input.migrationId);
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
-  if (key === undefined || key.workspaceId !== p.workspaceId || !holdsAny(p, [`apis.*.verify_key`, `apis.${key.apiId}.verify_key`])) {
+  if (
+    key === undefined ||
+    key.workspaceId !== p.workspaceId ||
+    !(covers(p.permissions, "apis.*.verify_key") || covers(p.permissions, verifyGrantOf(key.apiId)))
+  ) {
     deps.analytics.verification({
       requestId: p.origin?.requestId ?? "",
       time: deps.clock.now(),
@@ -111,41 +173,19 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   const query: Query | undefined = input.permissions === undefined ? undefined : parseQueryCached(input.permissions);
 
   const now = deps.clock.now();
-  // Every outcome counts as a use; a request refused with an error (an unknown rate limit, 412) does not.
-  const result = (
-    code: Exclude<VerifyCode, "NOT_FOUND">,
-    credits: number | undefined,
-    ratelimits: RatelimitOutcome[] = [],
-    spentCredits = 0,
-  ): VerifyOutcome => {
-    deps.usage.record(key.id, now);
-    deps.analytics.verification({
-      requestId: p.origin?.requestId ?? "",
-      time: now,
-      workspaceId: key.workspaceId,
-      keySpaceId: key.keyAuthId,
-      apiId: key.apiId,
-      keyId: key.id,
-      identityId: key.identity?.id ?? "",
-      externalId: key.identity?.externalId ?? "",
-      outcome: code,
-      region: deps.region,
-      tags: input.tags,
-      spentCredits,
-    });
-    return { valid: code === "VALID", code, key, credits, ratelimits };
-  };
+  if (!key.enabled) return refuse(deps, p, input, key, now, "DISABLED");
+  if (key.expires !== undefined && now > key.expires) return refuse(deps, p, input, key, now, "EXPIRED");
+  if (query !== undefined && !evaluateQuery(query, key.permissions)) return refuse(deps, p, input, key, now, "INSUFFICIENT_PERMISSIONS");
 
-  // A refused verification spends nothing but still reports the balance (docs/ratelimits.md, "Credits").
-  const refused = async (code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED", ratelimits: RatelimitOutcome[] = []) =>
-    result(code, key.limitedCredits ? await readCredits(deps.pool, key.id) : undefined, ratelimits);
+  // The hot case, a key without limits or credits: its outcome with no closure, map or array made for it.
+  const noLimits = input.ratelimits.length === 0 && key.ratelimits.length === 0 && (key.identity?.ratelimits.length ?? 0) === 0;
+  if (noLimits && !key.limitedCredits) return outcome(deps, p, input, key, now, "VALID", undefined, NO_LIMITS, 0);
 
-  if (!key.enabled) return refused("DISABLED");
-  if (key.expires !== undefined && now > key.expires) return refused("EXPIRED");
-  if (query !== undefined && !evaluateQuery(query, key.permissions)) return refused("INSUFFICIENT_PERMISSIONS");
-
-  const checks = ratelimitChecks(key, input.ratelimits);
-  let outcomes: RatelimitOutcome[] = [];
+  const found = key;
+  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[], spentCredits = 0) =>
+    outcome(deps, p, input, found, now, code, credits, ratelimits, spentCredits);
+  const checks = noLimits ? [] : ratelimitChecks(key, input.ratelimits);
+  let outcomes: RatelimitOutcome[] = NO_LIMITS;
   if (checks.length > 0) {
     const results = await deps.limiter.check(
       checks.map((c) => c.check),
@@ -164,7 +204,7 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
         autoApply: c.config.autoApply,
       };
     });
-    if (outcomes.some((o) => o.exceeded)) return refused("RATE_LIMITED", outcomes);
+    if (outcomes.some((o) => o.exceeded)) return refuse(deps, p, input, key, now, "RATE_LIMITED", outcomes);
   }
 
   if (!key.limitedCredits) return result("VALID", undefined, outcomes);
