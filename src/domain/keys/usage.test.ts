@@ -51,4 +51,24 @@ describe("UsageRecorder", () => {
     expect(retried.written).toEqual([new Map([["key_a", 1]])]);
     expect(retried.errors).toHaveLength(2);
   });
+
+  it("counts the batch being written until the database has taken it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const rec = new UsageRecorder(
+      () => gate,
+      () => undefined,
+    );
+    rec.record("key_a", 1);
+    rec.record("key_b", 1);
+    const flushed = rec.flush();
+    await new Promise((r) => setImmediate(r));
+    rec.record("key_c", 2);
+    expect(rec.size).toBe(3);
+    release();
+    await flushed;
+    expect(rec.size).toBe(1);
+  });
 });

@@ -9,6 +9,7 @@ export class UsageRecorder {
   private pending = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  private writing = 0;
 
   constructor(
     private readonly flushFn: FlushFn,
@@ -25,9 +26,9 @@ export class UsageRecorder {
     this.pending.set(keyId, at);
   }
 
-  /** Keys whose last-used time is waiting to be written. */
+  /** Keys whose last-used time is not known to be written: waiting, or in the batch being written. */
   get size(): number {
-    return this.pending.size;
+    return this.pending.size + this.writing;
   }
 
   flush(): Promise<void> {
@@ -35,9 +36,12 @@ export class UsageRecorder {
       if (this.pending.size === 0) return;
       const batch = this.pending;
       this.pending = new Map();
+      this.writing = batch.size;
       try {
         await this.flushFn(batch);
+        this.writing = 0;
       } catch (err) {
+        this.writing = 0;
         // Back for the next flush, unless a later use of the key was recorded meanwhile.
         for (const [id, at] of batch) if ((this.pending.get(id) ?? -1) < at) this.pending.set(id, at);
         this.onError(err);
