@@ -102,6 +102,20 @@ describe("AnalyticsRecorder", () => {
     rec.verification(event(1_001));
     expect(rec.pendingRows).toBe(1_001);
     expect(rec.dropped).toBe(1);
+
+    // A rate-limit check's identifier is the client's: 2,000 characters hold ~4 KB.
+    const limits = recorder(async () => undefined, { maxPending: 10_000, maxPendingBytes: 10_000 });
+    const check = (n: number): RatelimitEvent => ({
+      requestId: `req_${n}`,
+      time: 1_700_000_000_000,
+      workspaceId: "ws_1",
+      namespaceId: "ns_1",
+      identifier: "u".repeat(2_000),
+      passed: true,
+    });
+    for (let i = 0; i < 5; i++) limits.rec.ratelimit(check(i));
+    expect(limits.rec.pendingRows).toBe(3);
+    expect(limits.rec.dropped).toBe(2);
   });
 
   it("stop(until) tries a refused batch again until the deadline; stop() tries once", async () => {

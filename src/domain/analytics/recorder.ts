@@ -50,7 +50,8 @@ const heldBytes = (tags: readonly string[]): number => {
   for (const tag of tags) t += 2 * tag.length + 40;
   return t;
 };
-const RATELIMIT_HELD_BYTES = 200;
+/** A rate-limit check's event holds its identifier, the client's string. */
+const ratelimitHeldBytes = (e: RatelimitEvent): number => 200 + 2 * e.identifier.length;
 
 /**
  * Database errors a batch gets again however often it is sent (a value the
@@ -119,7 +120,7 @@ export class AnalyticsRecorder {
   ratelimit(e: RatelimitEvent): void {
     if (this.full()) return;
     this.ratelimits.push(e);
-    this.pendingBytes += RATELIMIT_HELD_BYTES;
+    this.pendingBytes += ratelimitHeldBytes(e);
   }
 
   private full(): boolean {
@@ -145,7 +146,7 @@ export class AnalyticsRecorder {
     let nr = 0;
     while (nr < this.ratelimits.length && nv + nr < this.limit && (nv + nr === 0 || bytes + RATELIMIT_EVENT_BYTES <= this.batchBytes)) {
       bytes += RATELIMIT_EVENT_BYTES;
-      held += RATELIMIT_HELD_BYTES;
+      held += ratelimitHeldBytes(this.ratelimits[nr] as RatelimitEvent);
       nr++;
     }
     const v = this.verifications.splice(0, nv);
