@@ -6,15 +6,11 @@ import { rerollKey, updateCredits, updateKey } from "../domain/keys/update.js";
 import { verifyKey } from "../domain/keys/verify.js";
 import { big, num, optNum, ratelimitsIn } from "./convert.js";
 import { migrateKeysOp } from "./key-migrations.js";
-import { toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
+import { nonEmpty, toCredits, toIdentity, toKeyResponse, toPagination, toPermission, toRole } from "./mappers.js";
 import type { Operations } from "./types.js";
 
 type VerifyKeyAnswer = Exclude<Awaited<ReturnType<Operations<typeof KeysService>["verifyKey"]>>, undefined>;
 const NO_RATELIMITS: [] = [];
-const hasKeys = (o: object): boolean => {
-  for (const _ in o) return true;
-  return false;
-};
 
 export function keysService(deps: Deps): Operations<typeof KeysService> {
   return {
@@ -68,7 +64,8 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
         ratelimits: out.ratelimits.map((r) => ({ ...r, limit: big(r.limit), duration: big(r.duration), reset: big(r.reset), remaining: big(r.remaining) })),
       };
       if (k.name) res.name = k.name;
-      if (k.meta && hasKeys(k.meta)) res.meta = k.meta as never;
+      const meta = nonEmpty(k.meta);
+      if (meta) res.meta = meta as never;
       if (k.expires !== undefined) res.expires = big(k.expires);
       if (out.credits !== undefined) res.credits = big(out.credits);
       if (k.identity) res.identity = toIdentity(k.identity);

@@ -16,7 +16,7 @@ import { big } from "./convert.js";
 
 type Init<T extends Parameters<typeof import("@bufbuild/protobuf").create>[0]> = MessageInitShape<T>;
 
-const nonEmpty = <T extends object>(o: T | undefined): T | undefined => (o && Object.keys(o).length > 0 ? o : undefined);
+export const nonEmpty = <T extends object>(o: T | undefined): T | undefined => (o && Object.keys(o).length > 0 ? o : undefined);
 
 export const toRatelimit = (l: RatelimitConfig) => ({ id: l.id, name: l.name, limit: big(l.limit), duration: big(l.duration), autoApply: l.autoApply });
 

@@ -6,6 +6,7 @@
 // was unreachable. A batch whose commit succeeded but whose answer was lost is
 // written again on the next try: counted twice, never lost.
 import type { RatelimitEvent, VerificationEvent } from "../../storage/analytics.js";
+import { flushUntil } from "../write-behind.js";
 
 export type AnalyticsWrite = (verifications: VerificationEvent[], ratelimits: RatelimitEvent[]) => Promise<void>;
 
@@ -205,10 +206,11 @@ export class AnalyticsRecorder {
   async stop(until?: number, retryMs = 500): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    await this.flush();
-    while (until !== undefined && this.pendingRows > 0 && Date.now() + retryMs < until) {
-      await new Promise((r) => setTimeout(r, retryMs));
-      await this.flush();
-    }
+    await flushUntil(
+      () => this.flush(),
+      () => this.pendingRows,
+      until,
+      retryMs,
+    );
   }
 }

@@ -3,6 +3,8 @@
 // lastUsedAt, which is approximate by contract; a batch the database refuses is
 // kept for the next flush. Credits are never written here.
 
+import { flushUntil } from "../write-behind.js";
+
 export type FlushFn = (used: Map<string, number>) => Promise<void>;
 
 export class UsageRecorder {
@@ -53,10 +55,11 @@ export class UsageRecorder {
   /** Stops the timer and writes what is pending; with `until` (Unix ms), tried again every `retryMs` until then while the database refuses. */
   async stop(until?: number, retryMs = 500): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.flush();
-    while (until !== undefined && this.pending.size > 0 && Date.now() + retryMs < until) {
-      await new Promise((r) => setTimeout(r, retryMs));
-      await this.flush();
-    }
+    await flushUntil(
+      () => this.flush(),
+      () => this.pending.size,
+      until,
+      retryMs,
+    );
   }
 }
