@@ -18,6 +18,12 @@ export interface Figure {
   non2xx: number;
   /** Server utime+stime over the window divided by `requests`, µs. */
   cpuUsPerReq: number;
+  /**
+   * The same of the database and Redis servers together, when they run on this
+   * machine (undefined otherwise): what keyhold's writes behind and shared
+   * counters cost them, on the other core, beside the load generator.
+   */
+  storeCpuUsPerReq?: number;
 }
 
 const CLK_TCK = (() => {
@@ -35,14 +41,18 @@ export function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
-type Load = Omit<Figure, "cpuUsPerReq">;
+type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq">;
 
-/** Runs `load` while reading the server's CPU time before and after it. */
-export function measured(serverPid: number, load: () => Load): Figure {
+/** Runs `load` while reading the CPU time of the server, and of the stores' processes (`storePids`), before and after it. */
+export function measured(serverPid: number, load: () => Load, storePids: readonly number[] = []): Figure {
+  const storeCpu = () => storePids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
   const before = cpuMicros(serverPid);
+  const storeBefore = storeCpu();
   const f = load();
   const spent = cpuMicros(serverPid) - before;
-  return { ...f, cpuUsPerReq: f.requests > 0 ? spent / f.requests : Number.NaN };
+  const storeSpent = storeCpu() - storeBefore;
+  const perReq = (us: number) => (f.requests > 0 ? us / f.requests : Number.NaN);
+  return { ...f, cpuUsPerReq: perReq(spent), ...(storePids.length > 0 ? { storeCpuUsPerReq: perReq(storeSpent) } : {}) };
 }
 
 export interface HttpLoad {

@@ -28,7 +28,7 @@ import { VerifyKeyRequestSchema, VerifyKeyResponseSchema } from "../gen/keyhold/
 import { autocannon, ensureH2load, type Figure, h2load, measured } from "./load.js";
 import { formatSummary, summarizeProfile } from "./profile.js";
 import { runScale } from "./scale.js";
-import { freshDatabase, hasTaskset, here, log, pinned, post, root, startKeyhold, stop } from "./support.js";
+import { freshDatabase, hasTaskset, here, localDatabasePid, localRedisPid, log, pinned, post, root, startKeyhold, stop } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -123,6 +123,15 @@ async function main() {
   let k = await startKeyhold({ DATABASE_URL, REDIS_URL: "" });
   let kr = REDIS_URL === "" ? undefined : await startKeyhold({ DATABASE_URL, REDIS_URL });
   const servers: ChildProcess[] = [A.child, B.child];
+  // The database's and Redis's processes when they run here: their CPU is read beside every figure's.
+  const storePids = [await localDatabasePid(DATABASE_URL), REDIS_URL === "" ? undefined : await localRedisPid(REDIS_URL)].filter(
+    (pid): pid is number => pid !== undefined,
+  );
+  log(
+    storePids.length > 0
+      ? `the stores' CPU is read from pid ${storePids.join(" and ")} (column "store µs")`
+      : "the database and Redis do not run on this machine (or their pids are out of reach): no store CPU column",
+  );
   const asServer = (x: { child: ChildProcess }): Server => ({ child: x.child, pid: x.child.pid as number });
   try {
     const rk = (
@@ -271,7 +280,7 @@ async function main() {
 
     const rounds: Measurement[] = [];
     const measure = (round: number, name: string, server: Server, load: (s: number) => ReturnType<Load>): Measurement => {
-      const m = { round, name, ...measured(server.pid, () => load(SECONDS)) };
+      const m = { round, name, ...measured(server.pid, () => load(SECONDS), storePids) };
       rounds.push(m);
       return m;
     };
@@ -354,6 +363,8 @@ async function main() {
     if (kr !== undefined) exactness.redis = await exact(kr.base);
 
     const summary: Record<string, Record<string, unknown>> = {};
+    const storeCpu = (ms: Measurement[]) => (storePids.length > 0 ? { storeCpuUsPerReq: median(ms.map((m) => m.storeCpuUsPerReq ?? Number.NaN)) } : {});
+    const storeCol = (x: unknown) => (storePids.length > 0 ? (typeof x === "number" ? x.toFixed(1) : "").padStart(9) : "");
     const pick = (name: string) => rounds.filter((m) => m.name === name);
     const used = (["A", "B"] as const).filter((b) => scenarios.some((x) => x.baseline === b));
     for (const b of used) {
@@ -362,6 +373,7 @@ async function main() {
         what: baselines[b].what,
         rps: median(ms.map((m) => m.rps)),
         cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)),
+        ...storeCpu(ms),
         p99: median(ms.map((m) => m.p99)),
         measurements: ms.length,
       };
@@ -384,6 +396,7 @@ async function main() {
         cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)),
         baselineCpuUsPerReq: median(ms.map((m) => m.baselineCpuUsPerReq as number)),
         cpuRatio,
+        ...storeCpu(ms),
         p99: median(ms.map((m) => m.p99)),
         errors: ms.reduce((n, m) => n + m.errors + m.non2xx, 0),
         target: s.target,
@@ -397,6 +410,8 @@ async function main() {
       connections: CONNECTIONS,
       pinned: hasTaskset,
       redis: kr !== undefined,
+      /** The database's and Redis's processes whose CPU is in storeCpuUsPerReq (none when they run elsewhere). */
+      storePids,
       summary,
       exactness,
       measurements: rounds,
@@ -408,12 +423,12 @@ async function main() {
     console.log("");
     console.log(`medians of ${ROUNDS} rounds; each ratio is to the mean of its baseline measured just before and just after it`);
     console.log(
-      `${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"p99 ms".padStart(8)}  target`,
+      `${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${storePids.length > 0 ? "store µs".padStart(9) : ""}${"p99 ms".padStart(8)}  target`,
     );
     for (const b of used) {
-      const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; p99: number; what: string };
+      const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; storeCpuUsPerReq?: number; p99: number; what: string };
       console.log(
-        `${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`,
+        `${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${storeCol(s.storeCpuUsPerReq)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`,
       );
     }
     for (const s of scenarios) {
@@ -424,6 +439,7 @@ async function main() {
         cpuUsPerReq: number;
         baselineCpuUsPerReq: number;
         cpuRatio: number;
+        storeCpuUsPerReq?: number;
         p99: number;
         errors: number;
         met: boolean;
@@ -437,7 +453,7 @@ async function main() {
         .filter(Boolean)
         .join(", ");
       console.log(
-        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${s.reference ? "reference, not keyhold" : `${want} ${r.met ? "met" : "MISSED"}`}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
+        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${storeCol(r.storeCpuUsPerReq)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${s.reference ? "reference, not keyhold" : `${want} ${r.met ? "met" : "MISSED"}`}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
       );
     }
     for (const [where, e] of Object.entries(exactness)) {

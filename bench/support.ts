@@ -2,11 +2,13 @@
 // on free ports, a root-key POST, and a fresh database on DATABASE_URL's server
 // (or the private one) that is dropped afterwards.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type PrivateServer, startPrivateServer } from "../src/embedded-db/private-server.js";
 import { openDatabase } from "../src/storage/db.js";
+import { connectRedis, parseRedisUrl } from "../src/storage/redis-client.js";
 
 export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
 export const root = path.resolve(here, "..", "..");
@@ -129,4 +131,62 @@ export async function freshDatabase(prefix: string, existing?: string): Promise<
       await server?.stop();
     },
   };
+}
+
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** `pid` when it is a live process of this machine whose command name is one of `names`. */
+function liveProcess(pid: number, names: readonly string[]): number | undefined {
+  try {
+    const comm = fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+    return names.includes(comm) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The pid of the MySQL-compatible server behind `url` when it runs on this
+ * machine (a local host or a socket, its pid file readable): its CPU is read
+ * beside keyhold's, since on the bench's two cores it shares the load
+ * generator's. undefined for a server elsewhere or a pid file out of reach.
+ */
+export async function localDatabasePid(url: string): Promise<number | undefined> {
+  const u = new URL(url);
+  if (!LOCAL_HOSTS.has(u.hostname) && !u.searchParams.has("socketPath")) return undefined;
+  const db = await openDatabase(url);
+  try {
+    const [r] = (await db.pool.query("SELECT @@pid_file AS f")) as unknown as [{ f: string }[]];
+    const file = r[0]?.f;
+    if (file === undefined) return undefined;
+    const pid = Number(fs.readFileSync(file, "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? liveProcess(pid, ["mariadbd", "mysqld"]) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await db.close();
+  }
+}
+
+/** The pid of the Redis behind a `redis://` REDIS_URL on this machine (INFO's process_id), else undefined. */
+export async function localRedisPid(url: string): Promise<number | undefined> {
+  const target = parseRedisUrl(url);
+  if (target.mode !== "single" || !LOCAL_HOSTS.has(new URL(url).hostname)) return undefined;
+  const redis = connectRedis(target, { commandTimeoutMs: 2_000, maxReconnectDelayMs: 1_000 });
+  try {
+    // Commands are not queued before the connection is up (connectRedis): wait for it, 2 s at most.
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("Redis did not answer")), 2_000);
+      redis.once("ready", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    const pid = Number(/^process_id:(\d+)/m.exec(await redis.info("server"))?.[1]);
+    return Number.isInteger(pid) && pid > 0 ? liveProcess(pid, ["redis-server"]) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    redis.disconnect();
+  }
 }
