@@ -41,6 +41,14 @@ describe("AnalyticsRecorder", () => {
     expect(rec.pendingRows).toBe(0);
   });
 
+  it("by default writes a backlog 500 events at a time: a batch's SQL is built while every request waits", async () => {
+    const sizes: number[] = [];
+    const { rec } = recorder(async (v) => void sizes.push(v.length));
+    for (let i = 0; i < 1_200; i++) rec.verification(event(i));
+    await rec.flush();
+    expect(sizes).toEqual([500, 500, 200]);
+  });
+
   it("keeps every event through an outage and writes them, in order, once the database answers", async () => {
     let down = true;
     const written: string[] = [];
