@@ -154,7 +154,8 @@ function liveProcess(pid: number, names: readonly string[]): number | undefined 
 export async function localDatabasePid(url: string): Promise<number | undefined> {
   const u = new URL(url);
   if (!LOCAL_HOSTS.has(u.hostname) && !u.searchParams.has("socketPath")) return undefined;
-  const db = await openDatabase(url);
+  const db = await openDatabase(url).catch(() => undefined);
+  if (db === undefined) return undefined;
   try {
     const [r] = (await db.pool.query("SELECT @@pid_file AS f")) as unknown as [{ f: string }[]];
     const file = r[0]?.f;
@@ -173,6 +174,8 @@ export async function localRedisPid(url: string): Promise<number | undefined> {
   const target = parseRedisUrl(url);
   if (target.mode !== "single" || !LOCAL_HOSTS.has(new URL(url).hostname)) return undefined;
   const redis = connectRedis(target, { commandTimeoutMs: 2_000, maxReconnectDelayMs: 1_000 });
+  // A Redis that does not answer only leaves the column out; ioredis would print its errors otherwise.
+  redis.on("error", () => undefined);
   try {
     // Commands are not queued before the connection is up (connectRedis): wait for it, 2 s at most.
     await new Promise<void>((resolve, reject) => {
