@@ -1,11 +1,13 @@
-// A key's record as the verification miss path reads it (by hash: the key and
-// its relations in one statement) is the record getKey's path reads (by id: the
-// key, then its relations), relation for relation: roles and limits in name
-// order, permissions direct and through roles, the live identity with its meta
-// and limits; keys of deleted APIs and deleted keys are not found.
+// A key's record as the verification miss path reads it (a batch of hashes) is
+// the record getKey's path reads (one id), relation for relation: roles and
+// limits in name order, permissions direct and through roles, the live identity
+// with its meta and limits; keys of deleted APIs and deleted keys are not found.
+// The key row says which relations a key has: a batch of keys with none reads
+// in one statement, and a key with one kind reads that kind, nothing lost.
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { findLiveKeyById, findLiveKeysByHashes } from "../../src/storage/keys.js";
+import type { Queryable } from "../../src/storage/sql.js";
 import { admin, createApi, createKey, expectOk, seedRole } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 
@@ -80,5 +82,84 @@ describe("key records by hash and by id", () => {
     const found = await findLiveKeysByHashes(h.db.pool, [hashKey(k.key)]);
     expect(found.get(hashKey(k.key))).toEqual(await findLiveKeyById(h.db.pool, h.workspaceId, k.keyId));
     expect(found.get(hashKey(k.key))?.permissions).toEqual(["one.perm"]);
+  });
+
+  /** The pool, counting the statements sent through it. */
+  const counting = (): { db: Queryable; statements: () => number } => {
+    let n = 0;
+    const pool = h.db.pool;
+    const db = new Proxy(pool, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== "function") return v;
+        if (prop === "query" || prop === "execute") {
+          return (...args: unknown[]) => {
+            n++;
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return (v as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    return { db, statements: () => n };
+  };
+
+  it("keys without roles, permissions or limits read in one statement, their identity with them", async () => {
+    const rk = await admin(h);
+    const apiId = await createApi(h);
+    expectOk(await h.post("/v2/identities.createIdentity", { externalId: "user-no-limits", meta: { tier: 2 } }, rk));
+    const plain = await createKey(h, apiId, { name: "plain" });
+    const linked = await createKey(h, apiId, { externalId: "user-no-limits" });
+    const alsoLinked = await createKey(h, apiId, { externalId: "user-no-limits", meta: { own: true } });
+    const c = counting();
+    const found = await findLiveKeysByHashes(
+      c.db,
+      [plain, linked, alsoLinked].map((k) => hashKey(k.key)),
+    );
+    expect(c.statements()).toBe(1);
+    expect(found.size).toBe(3);
+    for (const k of [plain, linked, alsoLinked]) {
+      expect(found.get(hashKey(k.key))).toMatchObject({ id: k.keyId, roles: [], permissions: [], ratelimits: [] });
+    }
+    expect(found.get(hashKey(plain.key))?.identity).toBeUndefined();
+    const identity = found.get(hashKey(linked.key))?.identity;
+    expect(identity).toMatchObject({ externalId: "user-no-limits", meta: { tier: 2 }, ratelimits: [] });
+    expect(found.get(hashKey(alsoLinked.key))?.identity).toEqual(identity);
+    expect(found.get(hashKey(alsoLinked.key))?.meta).toEqual({ own: true });
+  });
+
+  it("a key with one kind of relation reads exactly that kind, the others empty", async () => {
+    const rk = await admin(h);
+    const apiId = await createApi(h);
+    await seedRole(h, "only-role", ["via.role"]);
+    expectOk(
+      await h.post("/v2/identities.createIdentity", { externalId: "user-only-limits", ratelimits: [{ name: "shared", limit: 7, duration: 2_000 }] }, rk),
+    );
+    expectOk(await h.post("/v2/identities.createIdentity", { externalId: "user-deleted" }, rk));
+    const roles = await createKey(h, apiId, { roles: ["only-role"] });
+    const perms = await createKey(h, apiId, { permissions: ["direct.b", "direct.a"] });
+    const limits = await createKey(h, apiId, { ratelimits: [{ name: "own", limit: 3, duration: 1_000 }] });
+    const identityLimits = await createKey(h, apiId, { externalId: "user-only-limits" });
+    const ofDeletedIdentity = await createKey(h, apiId, { externalId: "user-deleted" });
+    expectOk(await h.post("/v2/identities.deleteIdentity", { identity: "user-deleted" }, rk));
+    const plain = await createKey(h, apiId);
+    const all = [roles, perms, limits, identityLimits, ofDeletedIdentity, plain];
+    const c = counting();
+    const found = await findLiveKeysByHashes(
+      c.db,
+      all.map((k) => hashKey(k.key)),
+    );
+    expect(c.statements()).toBe(2);
+    const get = (k: { key: string }) => found.get(hashKey(k.key));
+    expect(get(roles)).toMatchObject({ roles: ["only-role"], permissions: ["via.role"], ratelimits: [], identity: undefined });
+    expect(get(perms)).toMatchObject({ roles: [], permissions: ["direct.a", "direct.b"], ratelimits: [], identity: undefined });
+    expect(get(limits)?.ratelimits.map((l) => [l.name, l.limit, l.duration, l.autoApply])).toEqual([["own", 3, 1_000, true]]);
+    expect(get(limits)).toMatchObject({ roles: [], permissions: [], identity: undefined });
+    expect(get(identityLimits)).toMatchObject({ roles: [], permissions: [], ratelimits: [] });
+    expect(get(identityLimits)?.identity?.ratelimits.map((l) => [l.name, l.limit, l.duration])).toEqual([["shared", 7, 2_000]]);
+    expect(get(ofDeletedIdentity)?.identity).toBeUndefined();
+    expect(get(plain)).toMatchObject({ roles: [], permissions: [], ratelimits: [], identity: undefined });
+    // By id (one key at a time) the same records.
+    for (const k of all) expect(get(k), k.keyId).toEqual(await findLiveKeyById(h.db.pool, h.workspaceId, k.keyId));
   });
 });

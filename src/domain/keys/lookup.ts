@@ -136,7 +136,25 @@ class HashLoader {
   }
 }
 
+/** The cached part of a key's details, written out field by field (a rest pattern copies through V8's runtime, several times slower). */
 function toRecord(d: KeyDetails): KeyRecord {
-  const { start, prefix, byteLength, createdAt, updatedAt, lastUsedAt, remaining, recoverable, ...record } = d;
-  return record;
+  return {
+    id: d.id,
+    hash: d.hash,
+    workspaceId: d.workspaceId,
+    apiId: d.apiId,
+    keyAuthId: d.keyAuthId,
+    name: d.name,
+    meta: d.meta,
+    metaSize: d.metaSize,
+    expires: d.expires,
+    enabled: d.enabled,
+    limitedCredits: d.limitedCredits,
+    refill: d.refill,
+    lastRefillAt: d.lastRefillAt,
+    identity: d.identity,
+    ratelimits: d.ratelimits,
+    permissions: d.permissions,
+    roles: d.roles,
+  };
 }
