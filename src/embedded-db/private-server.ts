@@ -419,6 +419,21 @@ async function isOurServer(pid: number, p: Paths): Promise<boolean> {
   return args.includes(`--datadir=${p.dataDir}`);
 }
 
+const MB = 1024 * 1024;
+
+/**
+ * The private server's InnoDB buffer pool: an eighth of this machine's memory,
+ * in whole 128 MB, at least MariaDB's default 128 MB and at most 1 GB. The verification miss path
+ * reads each cold key from the `keys` table, whose rows and indexes take ~680 MB
+ * at 1,000,000 keys: with 128 MB nearly every cold lookup read pages back in
+ * (bench/README.md, "Cold verification"). The pool's memory is taken as pages
+ * are read into it, not at start.
+ */
+export function bufferPoolBytes(totalMemory: number = os.totalmem()): number {
+  // Whole 128 MB chunks: MySQL rounds the size up to a multiple of its chunk size.
+  return Math.min(1024 * MB, Math.max(128 * MB, Math.floor(totalMemory / 8 / (128 * MB)) * 128 * MB));
+}
+
 function serverArgs(ctx: Ctx): string[] {
   const { bin, paths: p } = ctx;
   const args = [
@@ -428,7 +443,7 @@ function serverArgs(ctx: Ctx): string[] {
     `--pid-file=${p.pidFile}`,
     `--log-error=${p.logFile}`,
     "--skip-networking",
-    "--innodb-buffer-pool-size=128M",
+    `--innodb-buffer-pool-size=${bufferPoolBytes()}`,
     "--character-set-server=utf8mb4",
   ];
   if (isRoot()) args.push("--user=root");

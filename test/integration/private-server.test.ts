@@ -14,7 +14,7 @@ import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import mysql from "mysql2/promise";
 import { afterAll, describe, expect, it } from "vitest";
-import { NoDatabaseServerError, type PrivateServer, startPrivateServer } from "../../src/embedded-db/private-server.js";
+import { bufferPoolBytes, NoDatabaseServerError, type PrivateServer, startPrivateServer } from "../../src/embedded-db/private-server.js";
 
 const TIMEOUT = 120_000;
 
@@ -135,6 +135,9 @@ describe.skipIf(!haveServerBinary)("private MySQL-compatible server", () => {
       );
       expect(path.resolve(vars?.datadir ?? "")).toBe(path.join(projectDir, ".keyhold", "mysql"));
       expect(Number(vars?.skip)).toBe(1);
+      // Its buffer pool sized to this machine (an eighth of its memory, 128 MB to 1 GB), not the server's 128 MB default.
+      const [pool] = await query<RowDataPacket & { size: number | string }>(first.socketPath, "SELECT @@innodb_buffer_pool_size AS size");
+      expect(Number(pool?.size)).toBe(bufferPoolBytes());
 
       // Leave data behind to check that a restart reuses the data folder.
       const conn = await mysql.createConnection({ socketPath: first.socketPath, user: "root" });
@@ -313,5 +316,16 @@ describe("NoDatabaseServerError", () => {
     expect(err.message).toContain("apt-get install mariadb-server");
     expect(err.message).toContain("MySQL 8");
     expect(err.message).toContain("DATABASE_URL=mysql://user:pass@host:3306/keyhold");
+  });
+});
+
+describe("the private server's buffer pool", () => {
+  it("is an eighth of the machine's memory in whole 128 MB, from 128 MB to 1 GB", () => {
+    const MB = 1024 * 1024;
+    expect(bufferPoolBytes(512 * MB)).toBe(128 * MB);
+    expect(bufferPoolBytes(2048 * MB)).toBe(256 * MB);
+    expect(bufferPoolBytes(3000 * MB)).toBe(256 * MB);
+    expect(bufferPoolBytes(4096 * MB + 3)).toBe(512 * MB);
+    expect(bufferPoolBytes(24 * 1024 * MB)).toBe(1024 * MB);
   });
 });
