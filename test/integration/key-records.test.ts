@@ -111,13 +111,18 @@ describe("key records by hash and by id", () => {
     const plain = await createKey(h, apiId, { name: "plain" });
     const linked = await createKey(h, apiId, { externalId: "user-no-limits" });
     const alsoLinked = await createKey(h, apiId, { externalId: "user-no-limits", meta: { own: true } });
+    // More hashes than the prepared statements take (a plain query), and one alone (prepared): one statement each.
+    const more = await Promise.all(Array.from({ length: 8 }, () => createKey(h, apiId)));
     const c = counting();
     const found = await findLiveKeysByHashes(
       c.db,
-      [plain, linked, alsoLinked].map((k) => hashKey(k.key)),
+      [plain, linked, alsoLinked, ...more].map((k) => hashKey(k.key)),
     );
     expect(c.statements()).toBe(1);
-    expect(found.size).toBe(3);
+    expect(found.size).toBe(11);
+    const alone = await findLiveKeysByHashes(c.db, [hashKey(linked.key)]);
+    expect(c.statements()).toBe(2);
+    expect(alone.get(hashKey(linked.key))).toEqual(found.get(hashKey(linked.key)));
     for (const k of [plain, linked, alsoLinked]) {
       expect(found.get(hashKey(k.key))).toMatchObject({ id: k.keyId, roles: [], permissions: [], ratelimits: [] });
     }
