@@ -211,6 +211,7 @@ async function withRelations(db: Queryable, base: KeyRow[]): Promise<KeyDetails[
   // Columns: kind, owner (key or identity id), id, name, lim, duration, auto_apply.
   const parts: string[] = [];
   const params: string[] = [];
+  // Each part's `IN (?)` becomes one placeholder per owner.
   const part = (sql: string, owners: readonly string[]) => {
     parts.push(sql.replace("(?)", `(${placeholders(owners.length)})`));
     params.push(...owners);
