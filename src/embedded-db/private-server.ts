@@ -422,12 +422,13 @@ async function isOurServer(pid: number, p: Paths): Promise<boolean> {
 const MB = 1024 * 1024;
 
 /**
- * The private server's InnoDB buffer pool: an eighth of this machine's memory,
- * in whole 128 MB, at least MariaDB's default 128 MB and at most 1 GB. The verification miss path
- * reads each cold key from the `keys` table, whose rows and indexes take ~680 MB
- * at 1,000,000 keys: with 128 MB nearly every cold lookup read pages back in
- * (bench/README.md, "Cold verification"). The pool's memory is taken as pages
- * are read into it, not at start.
+ * The private server's InnoDB buffer pool: an eighth of this machine's memory
+ * in whole 128 MB chunks, at least MariaDB's default 128 MB and at most 1 GB.
+ * The verification miss path reads each cold key from the `keys` table, whose
+ * rows and indexes take ~680 MB at 1,000,000 keys: with 128 MB nearly every
+ * cold lookup read pages back in (bench/README.md, "Cold verification"). The
+ * pool's memory is taken as pages are read into it (119 MB RSS at start with
+ * 1 GB, measured), not at start.
  */
 export function bufferPoolBytes(totalMemory: number = os.totalmem()): number {
   // Whole 128 MB chunks: MySQL rounds the size up to a multiple of its chunk size.
