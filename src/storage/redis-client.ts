@@ -125,9 +125,16 @@ export function connectRedis(target: RedisTarget, opts: RedisConnectOptions): Re
     maxRetriesPerRequest: 1,
     commandTimeout: opts.commandTimeoutMs,
     connectTimeout: 2_000,
-    // Checks issued in the same event-loop turn (one per concurrent request) go
-    // to Redis in one write: far fewer syscalls under load, same one round trip each.
+    // Commands issued in the same event-loop turn go to Redis in one write.
     enableAutoPipelining: true,
+    // Except the rate-limit script, which the limiter already sends once per turn
+    // (once per slot on a cluster; src/storage/redis-limiter.ts): a pipeline of
+    // its own around each call was ~1.5 µs of keyhold's CPU a check, for one
+    // command. And on a cluster ioredis files an auto-pipelined command under the
+    // slot of its first argument, which for a script with a variable key count is
+    // that count, not a key: two calls for two slots then share a pipeline and
+    // fail ("All keys in the pipeline should belong to the same slots allocation group").
+    autoPipeliningIgnoredCommands: ["khRateLimit"],
   };
   if (target.mode === "single") return new Redis(target.url, { ...common, enableOfflineQueue: false, retryStrategy: retry });
   if (target.mode === "sentinel") {
@@ -147,16 +154,11 @@ export function connectRedis(target: RedisTarget, opts: RedisConnectOptions): Re
       failoverDetector: true,
     });
   }
-  const { enableAutoPipelining, ...perNode } = common;
+  const { enableAutoPipelining, autoPipeliningIgnoredCommands, ...perNode } = common;
   return new Cluster(target.nodes, {
     enableOfflineQueue: false,
     enableAutoPipelining,
-    // ioredis files an auto-pipelined command under the slot of its first
-    // argument, which for a script with a variable key count is that count, not a
-    // key: two calls for two slots then share a pipeline and fail ("All keys in
-    // the pipeline should belong to the same slots allocation group"). The rate-limit
-    // script is sent once per slot per turn already (src/storage/redis-limiter.ts).
-    autoPipeliningIgnoredCommands: ["khRateLimit"],
+    autoPipeliningIgnoredCommands,
     clusterRetryStrategy: retry,
     // While a master fails over (cluster_state:fail for ~8 s measured on loopback)
     // commands fail at once and the caller's fallback answers: no queue builds up.
