@@ -220,6 +220,27 @@ describe.each([
       expect(ttl).toBeLessThanOrEqual(2 * d + 60_000);
     }
   });
+
+  it("sets a counter's TTL when it is made and leaves it after; 20 checks of one turn count 20", async () => {
+    const keyPrefix = prefix();
+    const l = await limiter({ keyPrefix, expiryMarginMs: 1_000 });
+    const d = 10_000;
+    expect((await l.check([chk("made", 100, 1, d)], T0))[0]!.passed).toBe(true);
+    const [key] = await keysOf(l, `${keyPrefix}*`);
+    expect(key).toBe(`${keyPrefix}{made}:${d}:${T0 / d}`);
+    const made = await l.redis.pttl(key as string);
+    expect(made).toBeGreaterThan(2 * d);
+    expect(made).toBeLessThanOrEqual(2 * d + 1_000);
+    // Shortened by hand: the checks that follow do not set it again.
+    await l.redis.pexpire(key as string, 5_000);
+    const results = await Promise.all(Array.from({ length: 20 }, () => l.check([chk("made", 100, 1, d)], T0 + 10)));
+    expect(results.map((r) => r[0]!.passed)).toEqual(Array(20).fill(true));
+    expect(results.map((r) => r[0]!.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 20 }, (_, i) => 98 - i));
+    expect(await l.redis.get(key as string)).toBe("21");
+    const after = await l.redis.pttl(key as string);
+    expect(after).toBeGreaterThan(0);
+    expect(after).toBeLessThanOrEqual(5_000);
+  });
 });
 
 /** Two counter names whose checks land in different hash slots of a cluster. */

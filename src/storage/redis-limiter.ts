@@ -9,7 +9,8 @@
 // groups are counted exactly as separate calls in that order would be). One
 // script call per turn instead of one per request took ~40% of the keyhold CPU
 // a rate-limited verification spent on Redis (bench/README.md). Window numbers come from the `now` passed in (the service clock), not
-// from Redis TIME. Counter keys expire by themselves (PEXPIRE 2×duration + margin).
+// from Redis TIME. Counter keys expire by themselves (PEXPIRE 2×duration + margin,
+// set when a window's counter is made).
 //
 // When Redis is unreachable or a command fails or times out, answers come from
 // the fallback chosen by `whenDown`: a local MemoryLimiter ("local"), allow
@@ -53,17 +54,34 @@ export interface RedisLimiterOptions {
 
 // KEYS: per check i (all groups' checks in order), [2i-1] = current window
 // counter, [2i] = previous window counter.
-// ARGV: [1] = number of groups G, [2..G+1] = checks in each group (negative: a
-// read-only group, evaluated with its costs but never counted), then per check
-// i five values from index G+1+5(i-1)+1: limit, cost, ms since window start,
-// duration, ttl ms.
+// ARGV: [1] = number of groups G, [2] = the expiry margin in ms, [3..G+2] =
+// checks in each group (negative: a read-only group, evaluated with its costs
+// but never counted), then per check i four values from index G+2+4(i-1)+1:
+// limit, cost, ms since window start, duration.
 // Returns the effective count of every check (cur + pending + trunc(prev × (1 − elapsed)) + cost).
+//
+// A counter's expiry is set once, by the INCRBY that makes it (its answer is then
+// the cost: a counter given back to 0 gets it again, harmlessly). It still
+// outlives its window pair: made at the earliest at its window's start (less the
+// clock skew the margin allows), it expires 2 durations plus the margin later.
+// Setting it on every INCRBY was a quarter of the script's work a check.
 const SCRIPT = `
 local groups = tonumber(ARGV[1])
+local margin = tonumber(ARGV[2])
+local base = 2 + groups
+-- Every counter read at once, then kept current here as the groups count.
+local val = {}
+for from = 1, #KEYS, 1000 do
+  local to = math.min(from + 999, #KEYS)
+  local got = redis.call("MGET", unpack(KEYS, from, to))
+  for k = from, to do val[KEYS[k]] = tonumber(got[k - from + 1]) or 0 end
+end
+-- What the groups that pass add to each counter, written once a counter at the end.
+local add, ttl, order = {}, {}, {}
 local eff = {}
 local first = 1
 for g = 1, groups do
-  local size = tonumber(ARGV[1 + g])
+  local size = tonumber(ARGV[2 + g])
   local readonly = size < 0
   if readonly then size = -size end
   local last = first + size - 1
@@ -71,29 +89,40 @@ for g = 1, groups do
   local all = true
   for i = first, last do
     local cur = KEYS[2 * i - 1]
-    local a = 1 + groups + (i - 1) * 5
+    local a = base + (i - 1) * 4
     local limit = tonumber(ARGV[a + 1])
     local cost = tonumber(ARGV[a + 2])
     local off = tonumber(ARGV[a + 3])
     local dur = tonumber(ARGV[a + 4])
-    local c = tonumber(redis.call("GET", cur) or "0")
-    local p = tonumber(redis.call("GET", KEYS[2 * i]) or "0")
     local before = pending[cur] or 0
     pending[cur] = before + cost
-    local e = c + before + math.floor(p * (1 - off / dur)) + cost
+    local e = val[cur] + before + math.floor(val[KEYS[2 * i]] * (1 - off / dur)) + cost
     eff[i] = e
     if limit <= 0 or e > limit then all = false end
   end
   if all and not readonly then
     for i = first, last do
-      local a = 1 + groups + (i - 1) * 5
-      if tonumber(ARGV[a + 2]) > 0 then
-        redis.call("INCRBY", KEYS[2 * i - 1], ARGV[a + 2])
-        redis.call("PEXPIRE", KEYS[2 * i - 1], ARGV[a + 5])
+      local a = base + (i - 1) * 4
+      local cost = tonumber(ARGV[a + 2])
+      if cost > 0 then
+        local cur = KEYS[2 * i - 1]
+        val[cur] = val[cur] + cost
+        local added = add[cur]
+        if added == nil then
+          order[#order + 1] = cur
+          add[cur] = cost
+          ttl[cur] = 2 * tonumber(ARGV[a + 4]) + margin
+        else
+          add[cur] = added + cost
+        end
       end
     end
   end
   first = last + 1
+end
+for _, key in ipairs(order) do
+  local n = add[key]
+  if redis.call("INCRBY", key, n) == n then redis.call("PEXPIRE", key, ttl[key]) end
 end
 return eff
 `;
@@ -108,10 +137,14 @@ return 0
 /** Groups sent in one script call at most (a turn with more makes several calls). */
 const MAX_GROUPS = 256;
 
+/** The script's values a check: limit, cost, ms since window start, duration. */
+const PER_CHECK = 4;
+
 /** One check() call waiting for the turn's script call. */
 interface Group {
   keys: string[];
-  args: (string | number)[];
+  /** PER_CHECK values a check. */
+  args: number[];
   size: number;
   /** Evaluated with its costs, never counted (the rest of a denied group on a cluster). */
   readOnly?: boolean;
@@ -120,7 +153,8 @@ interface Group {
 }
 
 interface LimitCommand {
-  khRateLimit(...args: (string | number)[]): Promise<number[]>;
+  /** One array: ioredis flattens it into the call's arguments, without a spread here. */
+  khRateLimit(args: (string | number)[]): Promise<number[]>;
   khRefund(key: string, cost: number): Promise<number>;
 }
 
@@ -176,13 +210,13 @@ export class RedisLimiter implements Limiter {
       return this.fallback(checks, now);
     }
     const keys: string[] = [];
-    const args: (string | number)[] = [];
+    const args: number[] = [];
     const seqs: number[] = [];
     for (const c of checks) {
       const seq = Math.floor(now / c.duration);
       seqs.push(seq);
       keys.push(this.counterKey(c, seq), this.counterKey(c, seq - 1));
-      args.push(c.limit, c.cost, now - seq * c.duration, c.duration, 2 * c.duration + this.marginMs);
+      args.push(c.limit, c.cost, now - seq * c.duration, c.duration);
     }
     let effective: number[];
     try {
@@ -271,7 +305,7 @@ export class RedisLimiter implements Limiter {
     /** A part as a group of its own; read-only parts are evaluated with their costs and never counted. */
     const partGroup = (p: Part, readOnly: boolean, resolve: (eff: number[]) => void, reject: (err: unknown) => void): Group => ({
       keys: p.at.flatMap((i) => [g.keys[2 * i] as string, g.keys[2 * i + 1] as string]),
-      args: p.at.flatMap((i) => g.args.slice(5 * i, 5 * i + 5)),
+      args: p.at.flatMap((i) => g.args.slice(PER_CHECK * i, PER_CHECK * i + PER_CHECK)),
       size: p.at.length,
       readOnly,
       resolve,
@@ -282,7 +316,7 @@ export class RedisLimiter implements Limiter {
       let ok = true;
       p.at.forEach((i, j) => {
         effective[i] = Number(eff[j]);
-        const limit = Number(g.args[5 * i]);
+        const limit = Number(g.args[PER_CHECK * i]);
         if (limit <= 0 || (effective[i] as number) > limit) ok = false;
       });
       return ok;
@@ -340,7 +374,7 @@ export class RedisLimiter implements Limiter {
 
   /** Gives back check i of group g; a failure only leaves that counter high until its window ends. */
   private async refund(g: Group, i: number): Promise<void> {
-    const cost = Number(g.args[5 * i + 1]);
+    const cost = Number(g.args[PER_CHECK * i + 1]);
     if (cost <= 0) return;
     try {
       await (this.redis as unknown as LimitCommand).khRefund(g.keys[2 * i] as string, cost);
@@ -350,16 +384,16 @@ export class RedisLimiter implements Limiter {
   }
 
   private async send(groups: Group[]): Promise<void> {
-    const keys: string[] = [];
-    const sizes: number[] = [];
-    const args: (string | number)[] = [];
-    for (const g of groups) {
-      keys.push(...g.keys);
-      sizes.push(g.readOnly === true ? -g.size : g.size);
-      args.push(...g.args);
-    }
+    // The call's arguments in one array, in the script's order: the number of keys, the keys, then ARGV.
+    let keyCount = 0;
+    for (const g of groups) keyCount += g.keys.length;
+    const call: (string | number)[] = [keyCount];
+    for (const g of groups) for (const k of g.keys) call.push(k);
+    call.push(groups.length, this.marginMs);
+    for (const g of groups) call.push(g.readOnly === true ? -g.size : g.size);
+    for (const g of groups) for (const a of g.args) call.push(a);
     try {
-      const effective = await (this.redis as unknown as LimitCommand).khRateLimit(keys.length, ...keys, groups.length, ...sizes, ...args);
+      const effective = await (this.redis as unknown as LimitCommand).khRateLimit(call);
       let at = 0;
       for (const g of groups) {
         g.resolve(effective.slice(at, at + g.size));
