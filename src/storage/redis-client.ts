@@ -129,7 +129,7 @@ export function connectRedis(target: RedisTarget, opts: RedisConnectOptions): Re
     enableAutoPipelining: true,
     // Except the rate-limit script, which the limiter already sends once per turn
     // (once per slot on a cluster; src/storage/redis-limiter.ts): a pipeline of
-    // its own around each call was ~1.5 µs of keyhold's CPU a check, for one
+    // its own around each call was 1.2-1.6 µs of keyhold's CPU a check, for one
     // command. And on a cluster ioredis files an auto-pipelined command under the
     // slot of its first argument, which for a script with a variable key count is
     // that count, not a key: two calls for two slots then share a pipeline and
