@@ -328,6 +328,7 @@ const ALREADY_THERE: Record<number, string> = {
   1050: "table exists",
   1060: "column exists",
   1061: "index exists",
+  1091: "already dropped",
   1826: "foreign key exists",
 };
 

@@ -3,7 +3,7 @@
 // backlog never holds locks for long. The roll-ups are kept: charts and queries
 // over long ranges read them.
 import type { Logger } from "../../core/logger.js";
-import { deleteRawAnalyticsBefore, RAW_TABLES } from "../../storage/analytics.js";
+import { deleteRawAnalyticsBefore, RAW_TABLES, rawGroupsBefore } from "../../storage/analytics.js";
 import type { Pool } from "../../storage/sql.js";
 
 const BATCH = 5_000;
@@ -13,11 +13,14 @@ const PAUSE_MS = 20;
 export async function sweepRawAnalytics(pool: Pool, before: number, log?: Logger, batch = BATCH): Promise<number> {
   let total = 0;
   for (const table of RAW_TABLES) {
-    for (;;) {
-      const n = await deleteRawAnalyticsBefore(pool, table, before, batch);
-      total += n;
-      if (n < batch) break;
-      await new Promise((r) => setTimeout(r, PAUSE_MS));
+    // Group by group (a workspace's key space or namespace): the primary key's ranges, the tables having no index on time alone.
+    for (const group of await rawGroupsBefore(pool, table, before)) {
+      for (;;) {
+        const n = await deleteRawAnalyticsBefore(pool, table, group, before, batch);
+        total += n;
+        if (n < batch) break;
+        await new Promise((r) => setTimeout(r, PAUSE_MS));
+      }
     }
   }
   if (total > 0) log?.info({ deleted: total, before: new Date(before).toISOString() }, "analytics retention: old raw events deleted");
