@@ -3,7 +3,7 @@
 // only by the recorder (src/domain/analytics/recorder.ts), a batch at a time:
 // the raw rows and the roll-ups' increments commit together, in one round trip,
 // so a roll-up never counts an event its raw table lacks (or the reverse).
-import { createHash, randomInt } from "node:crypto";
+import { createHash } from "node:crypto";
 import { escape as escapeValue } from "mysql2";
 import { commitInOneTrip, exec, type Pool, type Queryable, rows, type Statement } from "./sql.js";
 
@@ -124,28 +124,6 @@ class TupleIds {
   }
 }
 
-/**
- * The raw tables' `pk` (migrations/0010): made here rather than by AUTO_INCREMENT,
- * which needs an index of its own (with the `time` index, ~2-3 µs of the
- * database's CPU a row, measured there). It only has to tell apart
- * rows of one workspace, key space (or namespace) and millisecond, the rest of
- * their primary key: a counter of this process, under a random head drawn at
- * start (2^21 heads of 2^32 numbers, all below 2^53). Two instances collide only
- * with the same head, count and millisecond in the same key space; the database
- * would then refuse that batch (a duplicate key) and the recorder sends it again
- * later with new numbers. Rows of one process are numbered in the order written.
- */
-const HEAD_SPAN = 2 ** 32;
-let rawHead = randomInt(2 ** 21) * HEAD_SPAN;
-let rawNext = 0;
-export function rawRowKey(): number {
-  if (rawNext === HEAD_SPAN) {
-    rawHead = randomInt(2 ** 21) * HEAD_SPAN;
-    rawNext = 0;
-  }
-  return rawHead + rawNext++;
-}
-
 const tagsText = (tags: readonly string[]): string => (tags.length === 0 ? "[]" : JSON.stringify(tags));
 
 /**
@@ -177,11 +155,11 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
         keyTexts[k] =
           keyText = `${lits.of(e.workspaceId)},${lits.of(e.keySpaceId)},${lits.of(e.apiId)},${lits.of(e.keyId)},${lits.of(e.identityId)},${lits.of(e.externalId)}`;
       values.push(
-        `(${rawRowKey()},${lit(e.requestId)},${times.at(e.time)},${keyText},${lits.of(e.outcome)},${lits.of(e.region)},${lits.of(tagsOf(e))},${Math.trunc(e.spentCredits)})`,
+        `(${lit(e.requestId)},${times.at(e.time)},${keyText},${lits.of(e.outcome)},${lits.of(e.region)},${lits.of(tagsOf(e))},${Math.trunc(e.spentCredits)})`,
       );
     }
     out.push({
-      sql: `INSERT INTO analytics_verifications (pk, request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${values.join(",")}`,
+      sql: `INSERT INTO analytics_verifications (request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${values.join(",")}`,
       params: [],
       text: true,
     });
@@ -190,11 +168,9 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
   if (ratelimits.length > 0) {
     const values: string[] = [];
     for (const e of ratelimits)
-      values.push(
-        `(${rawRowKey()},${lit(e.requestId)},${times.at(e.time)},${lit(e.workspaceId)},${lit(e.namespaceId)},${lit(e.identifier)},${e.passed ? 1 : 0})`,
-      );
+      values.push(`(${lit(e.requestId)},${times.at(e.time)},${lit(e.workspaceId)},${lit(e.namespaceId)},${lit(e.identifier)},${e.passed ? 1 : 0})`);
     out.push({
-      sql: `INSERT INTO analytics_ratelimits (pk, request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${values.join(",")}`,
+      sql: `INSERT INTO analytics_ratelimits (request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${values.join(",")}`,
       params: [],
       text: true,
     });

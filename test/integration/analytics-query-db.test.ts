@@ -96,12 +96,12 @@ describe("compiled analytics queries on the server", () => {
     await conn.query("SET SESSION max_statement_time = 10").catch(() => conn.query("SET SESSION max_execution_time = 10000"));
 
     await h.db.pool.query(
-      `INSERT INTO analytics_verifications (pk, request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${VERIFICATIONS.map(() => "(?, ?, ?, ?, ?, CONCAT('api_', ?), ?, '', '', ?, 'eu', ?, ?)").join(", ")}`,
-      VERIFICATIONS.flatMap(([ws, ks, req, key, outcome, time, tags, spent], i) => [i + 1, req, time, ws, ks, ks, key, outcome, tags, spent]),
+      `INSERT INTO analytics_verifications (request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${VERIFICATIONS.map(() => "(?, ?, ?, ?, CONCAT('api_', ?), ?, '', '', ?, 'eu', ?, ?)").join(", ")}`,
+      VERIFICATIONS.flatMap(([ws, ks, req, key, outcome, time, tags, spent]) => [req, time, ws, ks, ks, key, outcome, tags, spent]),
     );
     await h.db.pool.query(
-      `INSERT INTO analytics_ratelimits (pk, request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${RATELIMITS.map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
-      RATELIMITS.flatMap(([ws, ns, req, id, passed, time], i) => [i + 1, req, time, ws, ns, id, passed]),
+      `INSERT INTO analytics_ratelimits (request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${RATELIMITS.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
+      RATELIMITS.flatMap(([ws, ns, req, id, passed, time]) => [req, time, ws, ns, id, passed]),
     );
     for (const r of ROLLUPS) {
       // One roll-up row per raw row is enough here: the roll-ups' sums are not what is tested.

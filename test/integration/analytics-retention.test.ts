@@ -1,13 +1,12 @@
-// The raw analytics tables keep no index but their primary key (migrations/0010):
-// keyhold numbers the rows itself (rawRowKey), and the retention sweep
+// The raw analytics tables keep no index but their primary key (migrations 0010
+// and 0011): `pk` is UUID_SHORT() by default, and the retention sweep
 // (ANALYTICS_RAW_RETENTION_DAYS) finds old rows group by group through the
 // primary key. These check what that changed: every old raw row goes and no
-// newer one, the roll-ups stay, and a batch refused for a duplicate number is
-// written whole on the next try.
+// newer one, the roll-ups stay, and rows written without `pk` (as every version
+// writes them) are told apart in one key space and millisecond.
 import { describe, expect, it } from "vitest";
-import { AnalyticsRecorder } from "../../src/domain/analytics/recorder.js";
 import { sweepRawAnalytics } from "../../src/domain/analytics/retention.js";
-import { type RatelimitEvent, rawRowKey, sqlTime, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
+import { type RatelimitEvent, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
 import { useHarness } from "../harness.js";
 
 type Rows = Array<Record<string, unknown>>;
@@ -85,36 +84,19 @@ describe("raw analytics: retention and row numbers", () => {
     expect(await sweepRawAnalytics(h.db.pool, now - 30 * DAY, undefined, 2)).toBe(0);
   });
 
-  it("numbers rows in the order written, as safe integers", () => {
-    const a = rawRowKey();
-    const b = rawRowKey();
-    expect(Number.isSafeInteger(a) && Number.isSafeInteger(b)).toBe(true);
-    expect(b).toBe(a + 1);
-  });
-
-  it("a batch refused for a number already taken is written whole on the next try, with new numbers", async () => {
+  it("rows without pk, in one key space and millisecond, each get their own from the database, in the order written", async () => {
     const at = Date.UTC(2026, 10, 29, 6, 0, 0, 123);
-    // The next number this process will give, taken first by another row of the same key space and millisecond.
-    const taken = rawRowKey() + 1;
-    await q(
-      "INSERT INTO analytics_verifications (pk, request_id, `time`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES (?, 'other_instance', ?, 'ws_dup', 'ks_dup', 'api_dup', 'key_dup', '', '', 'VALID', 'local', '[]', 0)",
-      [taken, sqlTime(at)],
+    await writeAnalytics(
+      h.db.pool,
+      [0, 1, 2].map((i) => verification("ws_same_ms", "ks_same_ms", at, `same_ms_${i}`)),
+      [0, 1].map((i) => ratelimit("ws_same_ms", "ns_same_ms", at, `same_ms_rl_${i}`)),
     );
-    const errors: unknown[] = [];
-    const recorder = new AnalyticsRecorder(
-      (verifications, ratelimits) => writeAnalytics(h.db.pool, verifications, ratelimits),
-      (err) => errors.push(err),
-    );
-    recorder.verification(verification("ws_dup", "ks_dup", at, "dup_0"));
-    recorder.verification(verification("ws_dup", "ks_dup", at, "dup_1"));
-    await recorder.flush();
-    expect(errors.map((e) => (e as { errno?: number }).errno)).toEqual([1062]);
-    expect(recorder.pendingRows).toBe(2);
-    await recorder.flush();
-    expect(recorder.pendingRows).toBe(0);
-    const rows = await q("SELECT request_id FROM analytics_verifications WHERE workspace_id = 'ws_dup' ORDER BY pk");
-    expect(rows.map((row) => row.request_id)).toEqual(["other_instance", "dup_0", "dup_1"]);
-    // The roll-ups count the batch once: the refused try left nothing behind.
-    expect(await q("SELECT count FROM analytics_verifications_per_month WHERE workspace_id = 'ws_dup'")).toEqual([{ count: 2 }]);
+    for (const table of ["analytics_verifications", "analytics_ratelimits"]) {
+      const rows = await q(`SELECT pk, request_id FROM ${table} WHERE workspace_id = 'ws_same_ms' ORDER BY pk`);
+      expect(new Set(rows.map((r) => String(r.pk))).size).toBe(rows.length);
+      expect(rows.map((r) => r.request_id)).toEqual(
+        table === "analytics_verifications" ? ["same_ms_0", "same_ms_1", "same_ms_2"] : ["same_ms_rl_0", "same_ms_rl_1"],
+      );
+    }
   });
 });
