@@ -77,15 +77,26 @@ const lit = (v: string): string => (PLAIN.test(v) ? `'${v}'` : escapeValue(v));
 class Times {
   private second = Number.NaN;
   private text = "";
+  /** The DATETIME(3) text, unquoted. */
   at(t: number): string {
     const s = t - (t % 1000);
     if (s !== this.second) {
       this.second = s;
       this.text = sqlTime(s, false);
     }
-    return `'${this.text}.${String(t - s).padStart(3, "0")}'`;
+    return `${this.text}.${String(t - s).padStart(3, "0")}`;
   }
 }
+
+/**
+ * A value as a field of LOAD DATA's tab-separated text (FIELDS TERMINATED BY '\t'
+ * ESCAPED BY '\\' LINES TERMINATED BY '\n'): the backslash and the characters
+ * that would end a field or a line escaped, NUL and CR too so that no byte of a
+ * value is read as anything but itself. An empty field is the empty string.
+ */
+const TSV_SPECIAL = /[\\\t\n\r\0]/;
+const TSV_ESCAPES: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0" };
+export const tsvField = (v: string): string => (TSV_SPECIAL.test(v) ? v.replace(/[\\\t\n\r\0]/g, (c) => TSV_ESCAPES[c] as string) : v);
 
 /**
  * SQL literals of one batch, each value's made once: the same workspace, key,
@@ -95,9 +106,11 @@ class Times {
  */
 class Lits {
   private readonly made = new Map<string, string>();
+  /** lit by default; tsvField for the rows LOAD DATA reads. */
+  constructor(private readonly form: (v: string) => string = lit) {}
   of(v: string): string {
     let t = this.made.get(v);
-    if (t === undefined) this.made.set(v, (t = lit(v)));
+    if (t === undefined) this.made.set(v, (t = this.form(v)));
     return t;
   }
 }
@@ -126,15 +139,50 @@ class TupleIds {
 
 const tagsText = (tags: readonly string[]): string => (tags.length === 0 ? "[]" : JSON.stringify(tags));
 
+const VERIFICATION_COLUMNS = "request_id, `time`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits";
+const RATELIMIT_COLUMNS = "request_id, `time`, workspace_id, namespace_id, identifier, passed";
+
+/**
+ * How a batch's raw rows reach the database. "load": LOAD DATA LOCAL INFILE of
+ * tab-separated text that keyhold hands over itself (the server names the file
+ * and gets only that text; it can read nothing else of this machine). Measured on
+ * MariaDB 10.11, rows of the raw verifications table 220 a transaction: 4.0-4.9 µs
+ * of the database's CPU a row against 6.1-6.5 for the same rows as one INSERT's
+ * SQL (its parser goes over every literal); 3.5-4.0 against 5.3-5.9 at 500 a
+ * transaction. "insert": the INSERT, for servers that refuse LOAD DATA LOCAL
+ * (MySQL 8 has local_infile off by default).
+ */
+export type RawForm = "load" | "insert";
+
+/** A raw table's rows as one statement of the batch. */
+function rawRows(table: RawTable, columns: string, rows: string[], form: RawForm): Statement {
+  if (form === "insert") return { sql: `INSERT INTO ${table} (${columns}) VALUES ${rows.join(",")}`, params: [], text: true };
+  // With LOCAL a value that does not fit its column is cut with a warning instead of
+  // failing the statement (the server cannot stop the client mid-file): values are
+  // checked at the doors, well within the columns.
+  return {
+    sql: `LOAD DATA LOCAL INFILE '${table}' INTO TABLE ${table} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (${columns})`,
+    params: [],
+    text: true,
+    infile: { name: table, data: Buffer.from(`${rows.join("\n")}\n`) },
+  };
+}
+
 /**
  * The statements that write one batch: raw rows, then each roll-up's
  * increments. Roll-up rows are sorted by primary key so that instances
  * flushing the same buckets lock them in the same order. The SQL is complete
  * text (no placeholders): commitInOneTrip sends it as it is.
  */
-export function analyticsBatch(verifications: readonly VerificationEvent[], ratelimits: readonly RatelimitEvent[]): Statement[] {
+export function analyticsBatch(verifications: readonly VerificationEvent[], ratelimits: readonly RatelimitEvent[], form: RawForm = "insert"): Statement[] {
   const out: Statement[] = [];
   const times = new Times();
+  const load = form === "load";
+  // A raw row's parts: SQL literals joined by commas in parentheses, or tab-separated fields.
+  const sep = load ? "\t" : ",";
+  const open = load ? "" : "(";
+  const close = load ? "" : ")";
+  const q = load ? "" : "'";
   if (verifications.length > 0) {
     const tagTexts = new Map<readonly string[], string>();
     const tagsOf = (e: VerificationEvent): string => {
@@ -143,6 +191,7 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       return t;
     };
     const lits = new Lits();
+    const raw = load ? new Lits(tsvField) : lits;
     // The six columns of the key's own, as text once per distinct key in the batch.
     const keyIds = new TupleIds();
     const keyTexts: string[] = [];
@@ -152,28 +201,22 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       const k = keyIds.id([e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.keyId]);
       let keyText = keyTexts[k];
       if (keyText === undefined)
-        keyTexts[k] =
-          keyText = `${lits.of(e.workspaceId)},${lits.of(e.keySpaceId)},${lits.of(e.apiId)},${lits.of(e.keyId)},${lits.of(e.identityId)},${lits.of(e.externalId)}`;
+        keyTexts[k] = keyText = [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId].map((v) => raw.of(v)).join(sep);
       values.push(
-        `(${lit(e.requestId)},${times.at(e.time)},${keyText},${lits.of(e.outcome)},${lits.of(e.region)},${lits.of(tagsOf(e))},${Math.trunc(e.spentCredits)})`,
+        `${open}${load ? tsvField(e.requestId) : lit(e.requestId)}${sep}${q}${times.at(e.time)}${q}${sep}${keyText}${sep}${raw.of(e.outcome)}${sep}${raw.of(e.region)}${sep}${raw.of(tagsOf(e))}${sep}${Math.trunc(e.spentCredits)}${close}`,
       );
     }
-    out.push({
-      sql: `INSERT INTO analytics_verifications (request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${values.join(",")}`,
-      params: [],
-      text: true,
-    });
+    out.push(rawRows("analytics_verifications", VERIFICATION_COLUMNS, values, form));
     out.push(...verificationRollups(verifications, tagsOf, lits));
   }
   if (ratelimits.length > 0) {
     const values: string[] = [];
+    const field = load ? tsvField : lit;
     for (const e of ratelimits)
-      values.push(`(${lit(e.requestId)},${times.at(e.time)},${lit(e.workspaceId)},${lit(e.namespaceId)},${lit(e.identifier)},${e.passed ? 1 : 0})`);
-    out.push({
-      sql: `INSERT INTO analytics_ratelimits (request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${values.join(",")}`,
-      params: [],
-      text: true,
-    });
+      values.push(
+        `${open}${field(e.requestId)}${sep}${q}${times.at(e.time)}${q}${sep}${field(e.workspaceId)}${sep}${field(e.namespaceId)}${sep}${field(e.identifier)}${sep}${e.passed ? 1 : 0}${close}`,
+      );
+    out.push(rawRows("analytics_ratelimits", RATELIMIT_COLUMNS, values, form));
     out.push(...ratelimitRollups(ratelimits, new Lits()));
   }
   return out;
@@ -343,11 +386,36 @@ function ratelimitRollups(events: readonly RatelimitEvent[], lits: Lits): Statem
   });
 }
 
-/** Writes one batch, raw rows and roll-ups, in one transaction and one round trip. */
+/**
+ * The errors of a server (or a client) that does not take LOAD DATA LOCAL: MySQL
+ * 3948 (local_infile off, MySQL 8's default), MariaDB 4166, 1148 of older servers.
+ */
+const LOCAL_INFILE_REFUSED = new Set([1148, 3948, 4166]);
+
+/** Pools whose server refused LOAD DATA LOCAL: their raw rows go as INSERTs from then on. */
+const refusesLoad = new WeakSet<Pool>();
+
+/**
+ * Writes one batch, raw rows and roll-ups, in one transaction and one round trip.
+ * Raw rows go by LOAD DATA LOCAL (RawForm) unless the server refused it once; a
+ * refused batch is written again at once as INSERTs, so nothing is lost to it.
+ */
 export async function writeAnalytics(pool: Pool, verifications: readonly VerificationEvent[], ratelimits: readonly RatelimitEvent[]): Promise<void> {
-  const statements = analyticsBatch(verifications, ratelimits);
-  if (statements.length > 0) await commitInOneTrip(pool, statements);
+  if (verifications.length === 0 && ratelimits.length === 0) return;
+  if (!refusesLoad.has(pool)) {
+    try {
+      await commitInOneTrip(pool, analyticsBatch(verifications, ratelimits, "load"));
+      return;
+    } catch (err) {
+      if (!LOCAL_INFILE_REFUSED.has((err as { errno?: number }).errno ?? 0)) throw err;
+      refusesLoad.add(pool);
+    }
+  }
+  await commitInOneTrip(pool, analyticsBatch(verifications, ratelimits, "insert"));
 }
+
+/** Whether this pool's raw rows go as INSERTs because its server refused LOAD DATA LOCAL (for the tests and the logs). */
+export const rawRowsInserted = (pool: Pool): boolean => refusesLoad.has(pool);
 
 export const RAW_TABLES = ["analytics_verifications", "analytics_ratelimits"] as const;
 export type RawTable = (typeof RAW_TABLES)[number];

@@ -1,4 +1,5 @@
-import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { Readable } from "node:stream";
+import type { Pool, PoolConnection, QueryOptions, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 
 /** mysql2's types, named here so that the layers above need no mysql2 import. */
 export type { Pool, PoolConnection };
@@ -140,6 +141,12 @@ export interface Statement {
    * audit index's is, still reads that INSERT's value).
    */
   rows?: true;
+  /**
+   * The data of a `LOAD DATA LOCAL INFILE '<name>'` statement: when the server asks
+   * for `name` it is sent `data`. Nothing else can be asked for: a request for any
+   * other name fails the query (no file of this machine is ever read).
+   */
+  infile?: { name: string; data: Buffer };
 }
 
 /**
@@ -159,13 +166,15 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
   const params = statements.flatMap((s) => s.params) as Param[];
   const text = statements.some((s) => s.text);
   if (text && params.length > 0) throw new Error("commitInOneTrip: statements written as text cannot go with statements that have placeholders");
+  const files = statements.flatMap((s) => (s.infile === undefined ? [] : [s.infile]));
+  const query: QueryOptions = files.length === 0 ? { sql } : { sql, infileStreamFactory: (name: string) => offered(files, name) };
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     let open = true;
     try {
       // Text goes with `null` values: with none at all mysql2 still scans the whole
       // text for placeholders (sql-escaper's format): up to ~350 KB a batch of 2,000 analytics events.
-      await timed(() => (text ? conn.query(sql, null) : conn.query(sql, params)));
+      await timed(() => (text ? conn.query(query, null) : conn.query(query, params)));
       return;
     } catch (err) {
       // A connection whose ROLLBACK failed may still hold the transaction open: back
@@ -180,6 +189,17 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
     }
     await pauseBeforeRetry(attempt);
   }
+}
+
+/** The data offered under `name` (Statement.infile), or a stream that fails the query. */
+function offered(files: readonly { name: string; data: Buffer }[], name: string): Readable {
+  const file = files.find((f) => f.name === name);
+  if (file !== undefined) return Readable.from([file.data]);
+  return new Readable({
+    read() {
+      this.destroy(new Error(`the database asked for ${JSON.stringify(name)}, which this query did not offer`));
+    },
+  });
 }
 
 /** A change waiting for the group it will commit with (commitWithOthers). */

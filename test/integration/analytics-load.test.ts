@@ -1,0 +1,118 @@
+// Raw analytics rows go to the database by LOAD DATA LOCAL INFILE of text that
+// keyhold escapes itself (src/storage/analytics.ts, RawForm): every value must
+// come back byte for byte, whatever it holds; a server that refuses LOAD DATA
+// LOCAL (MySQL 8's default) must still get every batch, once, as INSERTs; and
+// the server can be sent only the text keyhold offered, never a file.
+import mysql from "mysql2/promise";
+import { describe, expect, it } from "vitest";
+import { type RatelimitEvent, rawRowsInserted, tsvField, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
+import { commitInOneTrip } from "../../src/storage/sql.js";
+import { useHarness } from "../harness.js";
+
+type Rows = Array<Record<string, unknown>>;
+
+// Every character LOAD DATA's text format gives a meaning to, and SQL's quotes.
+const AWKWARD = ["tab\there", "line\nbreak", "cr\rhere", "back\\slash", "nul\0byte", "\\N", "\\", "quote'\"`", "ünïcødé 🔑", "\\t not a tab", ""];
+
+const verification = (i: number, requestId: string, keySpaceId = "ks_load"): VerificationEvent => ({
+  requestId,
+  time: Date.UTC(2026, 10, 29, 9, 0, 0, i),
+  workspaceId: "ws_load",
+  keySpaceId,
+  apiId: "api_load",
+  keyId: `key_${i}`,
+  identityId: i % 2 === 0 ? "" : "id_load",
+  externalId: AWKWARD[i % AWKWARD.length] as string,
+  outcome: "VALID",
+  region: AWKWARD[(i + 3) % AWKWARD.length] as string,
+  tags: [AWKWARD[i % AWKWARD.length] as string, "path=/v1/x"],
+  spentCredits: i,
+});
+
+const ratelimit = (i: number, requestId: string): RatelimitEvent => ({
+  requestId,
+  time: Date.UTC(2026, 10, 29, 9, 0, 0, i),
+  workspaceId: "ws_load",
+  namespaceId: "ns_load",
+  identifier: AWKWARD[i % AWKWARD.length] as string,
+  passed: i % 3 !== 0,
+});
+
+describe("raw analytics rows by LOAD DATA LOCAL", () => {
+  const h = useHarness();
+  const q = async (sql: string, params: unknown[] = []): Promise<Rows> => (await h.db.pool.query(sql, params))[0] as Rows;
+
+  it("escapes only what the text format would read otherwise", () => {
+    expect(tsvField("req_1ChWquiHVegBEkZds3NR12")).toBe("req_1ChWquiHVegBEkZds3NR12");
+    expect(tsvField("a\tb\nc\rd\\e\0f")).toBe("a\\tb\\nc\\rd\\\\e\\0f");
+    expect(tsvField("\\N")).toBe("\\\\N");
+  });
+
+  it("every value comes back as it was sent, in both raw tables, and the roll-ups count them", async () => {
+    const v = AWKWARD.map((_, i) => verification(i, `req_v_${i}_${AWKWARD[i]}`));
+    const r = AWKWARD.map((_, i) => ratelimit(i, `req_r_${i}`));
+    await writeAnalytics(h.db.pool, v, r);
+    expect(rawRowsInserted(h.db.pool)).toBe(false); // this MariaDB takes LOAD DATA LOCAL: it was used
+
+    const got = await q(
+      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE workspace_id = 'ws_load' ORDER BY `time`",
+    );
+    expect(got).toEqual(
+      v.map((e) => ({
+        request_id: e.requestId,
+        t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
+        key_space_id: e.keySpaceId,
+        api_id: e.apiId,
+        key_id: e.keyId,
+        identity_id: e.identityId,
+        external_id: e.externalId,
+        outcome: e.outcome,
+        region: e.region,
+        tags: JSON.stringify(e.tags),
+        spent_credits: e.spentCredits,
+      })),
+    );
+    expect(got.map((row) => JSON.parse(String(row.tags)))).toEqual(v.map((e) => e.tags));
+
+    const rl = await q("SELECT request_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_load' ORDER BY `time`");
+    expect(rl).toEqual(r.map((e) => ({ request_id: e.requestId, identifier: e.identifier, passed: e.passed ? 1 : 0 })));
+
+    const [month] = await q("SELECT SUM(count) AS n, SUM(spent_credits) AS credits FROM analytics_verifications_per_month WHERE workspace_id = 'ws_load'");
+    expect(Number(month?.n)).toBe(v.length);
+    expect(Number(month?.credits)).toBe(v.reduce((s, e) => s + e.spentCredits, 0));
+  });
+
+  it("a server that refuses LOAD DATA LOCAL gets the same batch once as INSERTs, and every later one too", async () => {
+    // A client without the LOCAL_FILES capability is refused exactly as a server with local_infile off refuses
+    // (MariaDB 4166; MySQL 8's default local_infile=OFF answers 3948).
+    const pool = mysql.createPool({ uri: h.config.databaseUrl, flags: ["-LOCAL_FILES"], multipleStatements: true, connectionLimit: 2 });
+    try {
+      const first = [verification(1, "req_refused_1", "ks_refused"), verification(2, "req_refused_2", "ks_refused")];
+      await writeAnalytics(pool, first, [ratelimit(1, "req_refused_rl")]);
+      expect(rawRowsInserted(pool)).toBe(true);
+      await writeAnalytics(pool, [verification(3, "req_refused_3", "ks_refused")], []);
+      const got = await q("SELECT request_id, external_id FROM analytics_verifications WHERE key_space_id = 'ks_refused' ORDER BY `time`");
+      expect(got).toEqual([
+        { request_id: "req_refused_1", external_id: AWKWARD[1] },
+        { request_id: "req_refused_2", external_id: AWKWARD[2] },
+        { request_id: "req_refused_3", external_id: AWKWARD[3] },
+      ]);
+      expect(await q("SELECT request_id FROM analytics_ratelimits WHERE request_id = 'req_refused_rl'")).toHaveLength(1);
+      const [rolled] = await q("SELECT SUM(count) AS n FROM analytics_verifications_per_month WHERE key_space_id = 'ks_refused'");
+      expect(Number(rolled?.n)).toBe(3);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("a LOAD DATA LOCAL naming anything but the text offered fails, and reads no file", async () => {
+    await h.db.pool.query("CREATE TABLE load_guard (line TEXT NOT NULL)");
+    const offered = { name: "load_guard", data: Buffer.from("offered\n") };
+    await expect(
+      commitInOneTrip(h.db.pool, [{ sql: "LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE load_guard (line)", params: [], text: true, infile: offered }]),
+    ).rejects.toThrow(/asked for "\/etc\/hostname", which this query did not offer/);
+    expect(await q("SELECT line FROM load_guard")).toEqual([]);
+    await commitInOneTrip(h.db.pool, [{ sql: "LOAD DATA LOCAL INFILE 'load_guard' INTO TABLE load_guard (line)", params: [], text: true, infile: offered }]);
+    expect(await q("SELECT line FROM load_guard")).toEqual([{ line: "offered" }]);
+  });
+});
