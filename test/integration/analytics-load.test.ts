@@ -85,7 +85,7 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
   it("a server that refuses LOAD DATA LOCAL gets the same batch once as INSERTs, and every later one too", async () => {
     // A client without the LOCAL_FILES capability is refused exactly as a server with local_infile off refuses
     // (MariaDB 4166; MySQL 8's default local_infile=OFF answers 3948).
-    const pool = mysql.createPool({ uri: h.config.databaseUrl, flags: ["-LOCAL_FILES"], multipleStatements: true, connectionLimit: 2 });
+    const pool = mysql.createPool({ uri: String(h.config.databaseUrl), flags: ["-LOCAL_FILES"], multipleStatements: true, connectionLimit: 2 });
     try {
       const first = [verification(1, "req_refused_1", "ks_refused"), verification(2, "req_refused_2", "ks_refused")];
       await writeAnalytics(pool, first, [ratelimit(1, "req_refused_rl")]);
