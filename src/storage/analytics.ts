@@ -168,6 +168,9 @@ function rawRows(table: RawTable, columns: string, rows: string[], form: RawForm
   };
 }
 
+/** A raw row's parts: SQL literals joined by commas in parentheses, or LOAD DATA's tab-separated fields. */
+const rowParts = (load: boolean) => (load ? { sep: "\t", open: "", close: "", q: "" } : { sep: ",", open: "(", close: ")", q: "'" });
+
 /**
  * The statements that write one batch: raw rows, then each roll-up's
  * increments. Roll-up rows are sorted by primary key so that instances
@@ -177,13 +180,9 @@ function rawRows(table: RawTable, columns: string, rows: string[], form: RawForm
 export function analyticsBatch(verifications: readonly VerificationEvent[], ratelimits: readonly RatelimitEvent[], form: RawForm = "insert"): Statement[] {
   const out: Statement[] = [];
   const times = new Times();
-  const load = form === "load";
-  // A raw row's parts: SQL literals joined by commas in parentheses, or tab-separated fields.
-  const sep = load ? "\t" : ",";
-  const open = load ? "" : "(";
-  const close = load ? "" : ")";
-  const q = load ? "" : "'";
   if (verifications.length > 0) {
+    const load = form === "load";
+    const { sep, open, close, q } = rowParts(load);
     const tagTexts = new Map<readonly string[], string>();
     const tagsOf = (e: VerificationEvent): string => {
       let t = tagTexts.get(e.tags);
@@ -210,13 +209,20 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
     out.push(...verificationRollups(verifications, tagsOf, lits));
   }
   if (ratelimits.length > 0) {
+    // One LOAD DATA a query: mysql2 (3.24.5) leaves the socket listeners of every
+    // LOCAL INFILE but a query's last one in place, a pair a batch, on a pooled
+    // connection that lives for days. With verifications in the batch (they are
+    // the most rows), rate-limit checks go as an INSERT.
+    const rlForm: RawForm = verifications.length > 0 ? "insert" : form;
+    const load = rlForm === "load";
+    const { sep, open, close, q } = rowParts(load);
     const values: string[] = [];
     const field = load ? tsvField : lit;
     for (const e of ratelimits)
       values.push(
         `${open}${field(e.requestId)}${sep}${q}${times.at(e.time)}${q}${sep}${field(e.workspaceId)}${sep}${field(e.namespaceId)}${sep}${field(e.identifier)}${sep}${e.passed ? 1 : 0}${close}`,
       );
-    out.push(rawRows("analytics_ratelimits", RATELIMIT_COLUMNS, values, form));
+    out.push(rawRows("analytics_ratelimits", RATELIMIT_COLUMNS, values, rlForm));
     out.push(...ratelimitRollups(ratelimits, new Lits()));
   }
   return out;

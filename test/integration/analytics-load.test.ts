@@ -105,6 +105,36 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     }
   });
 
+  it("leaves no listener behind on the connection, batch after batch, whatever kinds a batch holds", async () => {
+    // mysql2 (3.24.5) removes the socket listeners of a query's last LOCAL INFILE only: a batch
+    // with two LOADs would leave a pair behind on its pooled connection at every write.
+    const pool = mysql.createPool({ uri: String(h.config.databaseUrl), multipleStatements: true, connectionLimit: 1 });
+    const socket = () => {
+      const conns = (pool as unknown as { pool: { _allConnections: { toArray(): Array<{ stream: NodeJS.EventEmitter }> } } }).pool._allConnections.toArray();
+      expect(conns).toHaveLength(1);
+      return conns[0]?.stream as NodeJS.EventEmitter;
+    };
+    try {
+      await writeAnalytics(pool, [verification(0, "req_listen_0", "ks_listen")], []);
+      const pause = socket().listenerCount("pause");
+      const drain = socket().listenerCount("drain");
+      for (let i = 1; i <= 6; i++) {
+        const both = i % 3 === 0;
+        await writeAnalytics(
+          pool,
+          i % 3 === 2 ? [] : [verification(i, `req_listen_${i}`, "ks_listen")],
+          both || i % 3 === 2 ? [ratelimit(i, `req_listen_rl_${i}`)] : [],
+        );
+      }
+      expect(socket().listenerCount("pause")).toBe(pause);
+      expect(socket().listenerCount("drain")).toBe(drain);
+      expect(await q("SELECT COUNT(*) AS n FROM analytics_verifications WHERE key_space_id = 'ks_listen'")).toEqual([{ n: 5 }]);
+      expect(await q("SELECT COUNT(*) AS n FROM analytics_ratelimits WHERE request_id LIKE 'req_listen_rl_%'")).toEqual([{ n: 4 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it("a LOAD DATA LOCAL naming anything but the text offered fails, and reads no file", async () => {
     await h.db.pool.query("CREATE TABLE load_guard (line TEXT NOT NULL)");
     const offered = { name: "load_guard", data: Buffer.from("offered\n") };
