@@ -167,14 +167,14 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
   const text = statements.some((s) => s.text);
   if (text && params.length > 0) throw new Error("commitInOneTrip: statements written as text cannot go with statements that have placeholders");
   const files = statements.flatMap((s) => (s.infile === undefined ? [] : [s.infile]));
-  const query: QueryOptions = files.length === 0 ? { sql } : { sql, infileStreamFactory: (name: string) => offered(files, name) };
+  const load: QueryOptions | undefined = files.length === 0 ? undefined : { sql, infileStreamFactory: (name: string) => offered(files, name) };
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     let open = true;
     try {
       // Text goes with `null` values: with none at all mysql2 still scans the whole
       // text for placeholders (sql-escaper's format): up to ~350 KB a batch of 2,000 analytics events.
-      await timed(() => (text ? conn.query(query, null) : conn.query(query, params)));
+      await timed(() => (load !== undefined ? conn.query(load, null) : text ? conn.query(sql, null) : conn.query(sql, params)));
       return;
     } catch (err) {
       // A connection whose ROLLBACK failed may still hold the transaction open: back
