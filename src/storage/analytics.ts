@@ -420,7 +420,7 @@ export async function writeAnalytics(pool: Pool, verifications: readonly Verific
   await commitInOneTrip(pool, analyticsBatch(verifications, ratelimits, "insert"));
 }
 
-/** Whether this pool's raw rows go as INSERTs because its server refused LOAD DATA LOCAL (for the tests and the logs). */
+/** Whether this pool's raw rows go as INSERTs because its server refused LOAD DATA LOCAL (logged once, src/server/deps.ts). */
 export const rawRowsInserted = (pool: Pool): boolean => refusesLoad.has(pool);
 
 export const RAW_TABLES = ["analytics_verifications", "analytics_ratelimits"] as const;
