@@ -11,10 +11,11 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Readable } from "node:stream";
 import type { RowDataPacket } from "mysql2/promise";
 import mysql from "mysql2/promise";
 import { afterAll, describe, expect, it } from "vitest";
-import { bufferPoolBytes, NoDatabaseServerError, type PrivateServer, startPrivateServer } from "../../src/embedded-db/private-server.js";
+import { bufferPoolBytes, NoDatabaseServerError, type PrivateServer, serverArgs, startPrivateServer } from "../../src/embedded-db/private-server.js";
 
 const TIMEOUT = 120_000;
 
@@ -138,6 +139,9 @@ describe.skipIf(!haveServerBinary)("private MySQL-compatible server", () => {
       // Its buffer pool sized to this machine (an eighth of its memory, 128 MB to 1 GB), not the server's 128 MB default.
       const [pool] = await query<RowDataPacket & { size: number | string }>(first.socketPath, "SELECT @@innodb_buffer_pool_size AS size");
       expect(Number(pool?.size)).toBe(bufferPoolBytes());
+      // LOAD DATA LOCAL allowed (analytics' raw rows), whatever the flavour's default.
+      const [infile] = await query<RowDataPacket & { on: number | string }>(first.socketPath, "SELECT @@global.local_infile AS `on`");
+      expect(Number(infile?.on)).toBe(1);
 
       // Leave data behind to check that a restart reuses the data folder.
       const conn = await mysql.createConnection({ socketPath: first.socketPath, user: "root" });
@@ -145,6 +149,19 @@ describe.skipIf(!haveServerBinary)("private MySQL-compatible server", () => {
       await conn.query("CREATE TABLE keyhold_ps_test.t (id INT PRIMARY KEY, note VARCHAR(20)) ENGINE=InnoDB");
       await conn.query("INSERT INTO keyhold_ps_test.t VALUES (1, 'kept')");
       await conn.end();
+      // And a LOCAL INFILE goes through, as the analytics writer sends it.
+      const loader = await mysql.createConnection({ socketPath: first.socketPath, user: "root", flags: ["+LOCAL_FILES"] });
+      await loader.query({
+        sql: "LOAD DATA LOCAL INFILE 'rows' INTO TABLE keyhold_ps_test.t FIELDS TERMINATED BY '\\t' (id, note)",
+        infileStreamFactory: () => Readable.from([Buffer.from("2\tloaded\n3\tloaded too\n")]),
+      });
+      const [loaded] = await loader.query<RowDataPacket[]>("SELECT id, note FROM keyhold_ps_test.t WHERE id > 1 ORDER BY id");
+      await loader.end();
+      expect(loaded.map((r) => [r.id, r.note])).toEqual([
+        [2, "loaded"],
+        [3, "loaded too"],
+      ]);
+      await query(first.socketPath, "DELETE FROM keyhold_ps_test.t WHERE id > 1");
 
       const second = await start(projectDir);
       expect(second.owned).toBe(false);
@@ -327,5 +344,31 @@ describe("the private server's buffer pool", () => {
     expect(bufferPoolBytes(3000 * MB)).toBe(256 * MB);
     expect(bufferPoolBytes(4096 * MB + 3)).toBe(512 * MB);
     expect(bufferPoolBytes(24 * 1024 * MB)).toBe(1024 * MB);
+  });
+});
+
+describe("the private server's command line", () => {
+  const paths = {
+    projectDir: "/p",
+    keyholdDir: "/p/.keyhold",
+    dataDir: "/p/.keyhold/mysql",
+    initDir: "/p/.keyhold/mysql.init",
+    socketPath: "/p/.keyhold/mysql.sock",
+    pidFile: "/p/.keyhold/mysql.pid",
+    logFile: "/p/.keyhold/mysql.log",
+    lockFile: "/p/.keyhold/mysql.lock",
+    ownerFile: "/p/.keyhold/mysql.owner",
+    shownDataDir: ".keyhold/mysql",
+    shownLogFile: ".keyhold/mysql.log",
+  };
+  it.each([
+    { flavor: "mariadb", path: "/usr/sbin/mariadbd", version: [10, 11, 19], label: "MariaDB 10.11" },
+    { flavor: "mysql", path: "/usr/sbin/mysqld", version: [8, 0, 36], label: "MySQL 8.0" },
+  ] as const)("allows LOAD DATA LOCAL on $label (MySQL 8's default refuses it), reads no option file, listens on no port", (bin) => {
+    const args = serverArgs({ bin: { ...bin, version: [...bin.version] }, paths });
+    expect(args[0]).toBe("--no-defaults");
+    expect(args).toContain("--local-infile=ON");
+    expect(args).toContain("--skip-networking");
+    expect(args).toContain(`--socket=${paths.socketPath}`);
   });
 });
