@@ -155,4 +155,40 @@ describe("AnalyticsRecorder", () => {
     expect(late.rec.pendingRows).toBe(1);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
+
+  it("paces batches that are not full: the next starts minGapMs after the last was written, with what gathered meanwhile", async () => {
+    const batches: Array<{ at: number; ids: string[] }> = [];
+    // Each write takes 5 ms; the gap is counted from its end.
+    const { rec } = recorder(
+      async (v) => {
+        batches.push({ at: performance.now(), ids: v.map((e) => e.requestId) });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+      { minGapMs: 60 },
+    );
+    rec.verification(event(0));
+    await rec.flush(); // the first batch goes at once
+    rec.verification(event(1));
+    const second = rec.flush();
+    // Recorded while the second batch waits: it joins it.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    rec.verification(event(2));
+    await second;
+    expect(batches.map((b) => b.ids)).toEqual([["req_0"], ["req_1", "req_2"]]);
+    // setTimeout's own rounding is at most a millisecond.
+    expect((batches[1]?.at ?? 0) - (batches[0]?.at ?? 0)).toBeGreaterThanOrEqual(5 + 59);
+  });
+
+  it("does not pace a full batch, a backlog, or what is left at stop()", async () => {
+    const sizes: number[] = [];
+    // An hour's gap: a batch that waited would outlast the test's timeout.
+    const { rec } = recorder(async (v) => void sizes.push(v.length), { batchSize: 3, minGapMs: 3_600_000 });
+    for (let i = 0; i < 6; i++) rec.verification(event(i));
+    await rec.flush();
+    expect(sizes).toEqual([3, 3]);
+    rec.verification(event(6));
+    await rec.stop();
+    expect(sizes).toEqual([3, 3, 1]);
+    expect(rec.pendingRows).toBe(0);
+  });
 });
