@@ -48,13 +48,15 @@ export async function startKeyhold(
   env: Record<string, string> = {},
   cpu: number | null = 0,
   nodeFlags: string[] = [],
+  /** The checkout whose build runs (bench/ab.ts compares several); this one by default. */
+  checkout: string = root,
 ): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
   const port = await freePort();
   const grpcPort = await freePort();
-  const main = [...nodeFlags, path.join(root, "dist", "src", "main.js")];
+  const main = [...nodeFlags, path.join(checkout, "dist", "src", "main.js")];
   const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
   const child = spawn(cmd, args, {
-    cwd: root,
+    cwd: checkout,
     env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" },
     stdio: ["ignore", "inherit", "inherit"],
   });

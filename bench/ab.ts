@@ -1,0 +1,129 @@
+// Builds of keyhold side by side: `npm run bench:ab -- <checkout> [<checkout>…]`
+// measures each checkout named, then this one (each with its dist/ built, e.g. a
+// `git worktree` of the commit before a change and `npx tsc -p tsconfig.build.json`).
+//
+// Every build runs at once on CPU 0, on one fresh database; each is loaded in
+// turn from CPU 1 (autocannon, 50 connections) for BENCH_SECONDS (2), the order
+// flipped every round, for BENCH_ROUNDS (12) rounds. Printed: each build's
+// medians (req/s, its CPU a request, the stores' CPU a request) and, for every
+// build after the first named, the median of each round's ratio to it. Two
+// builds measured minutes apart in `npm run bench` differ by more than a change
+// of a few per cent does on a shared machine (bench/README.md); measured
+// seconds apart, round by round, they do not drift apart.
+//
+// BENCH_AB_SCENARIO picks the request: verifyJson (a hot key without limits,
+// the default), verifyLimit, verifyCredits or ratelimitLimit. The builds share
+// the database, so their migrations must agree.
+import type { ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { autocannon, type Figure, measured } from "./load.js";
+import { freshDatabase, localDatabasePid, log, post, root, startKeyhold, stop } from "./support.js";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
+const CONNECTIONS = 50;
+const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit"];
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+async function main() {
+  const checkouts = [...process.argv.slice(2).map((d) => path.resolve(d)), root];
+  if (checkouts.length < 2 || !SCENARIOS.includes(SCENARIO)) {
+    console.error(`usage: npm run bench:ab -- <checkout> [<checkout>…]   (BENCH_AB_SCENARIO: ${SCENARIOS.join(", ")})`);
+    process.exit(2);
+  }
+  const db = await freshDatabase("keyhold_bench_ab");
+  const DATABASE_URL = db.url;
+  const running: ChildProcess[] = [];
+  try {
+    // The first build migrates the database; the others find it done. Setup goes through the first.
+    const builds: Array<{ checkout: string; base: string; pid: number; figures: Figure[] }> = [];
+    for (const checkout of checkouts) {
+      const k = await startKeyhold({ DATABASE_URL, REDIS_URL: "" }, 0, [], checkout);
+      running.push(k.child);
+      builds.push({ checkout, base: k.base, pid: k.child.pid as number, figures: [] });
+    }
+    const rk = (
+      JSON.parse(
+        execFileSync(
+          process.execPath,
+          [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_ab_${Date.now()}`, "--permissions", "*"],
+          {
+            cwd: root,
+            env: { ...process.env, DATABASE_URL },
+            stdio: ["ignore", "pipe", "inherit"],
+          },
+        ).toString(),
+      ) as { rootKey: string }
+    ).rootKey;
+    const first = builds[0] as (typeof builds)[number];
+    const apiId = (await post(first.base, "apis.createApi", { name: "bench-ab" }, rk)).apiId as string;
+    const BIG = 1_000_000_000;
+    const keyOf = async (fields: Record<string, unknown>) =>
+      (await post(first.base, "keys.createKey", { apiId, prefix: "bench", ...fields }, rk)).key as string;
+    const [op, body] =
+      SCENARIO === "ratelimitLimit"
+        ? ["ratelimit.limit", { namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 }]
+        : [
+            "keys.verifyKey",
+            {
+              key: await keyOf(
+                SCENARIO === "verifyLimit"
+                  ? { ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }
+                  : SCENARIO === "verifyCredits"
+                    ? { credits: { remaining: BIG } }
+                    : {},
+              ),
+            },
+          ];
+    const storePids = [await localDatabasePid(DATABASE_URL)].filter((p): p is number => p !== undefined);
+    const load = (b: (typeof builds)[number], seconds: number) =>
+      autocannon({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS }, seconds);
+    log(`${SCENARIO}: ${builds.length} builds on CPU 0, loaded in turn from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`);
+    for (const b of builds) load(b, 2);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+        const f = measured(b.pid, () => load(b, SECONDS), storePids);
+        if (f.non2xx > 0 || f.errors > 0) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
+        b.figures.push(f);
+      }
+      log(`round ${r + 1} of ${ROUNDS}`);
+    }
+    const store = (f: Figure) => f.storeCpuUsPerReq ?? Number.NaN;
+    console.log(`${SCENARIO}, medians of ${ROUNDS} rounds of ${SECONDS} s`);
+    console.log("build".padEnd(40), "req/s".padStart(8), "µs/req".padStart(8), "store µs".padStart(9));
+    for (const b of builds) {
+      const m = (f: (x: Figure) => number) => median(b.figures.map(f));
+      console.log(
+        b.checkout.padEnd(40),
+        m((x) => x.rps)
+          .toFixed(0)
+          .padStart(8),
+        m((x) => x.cpuUsPerReq)
+          .toFixed(1)
+          .padStart(8),
+        m(store).toFixed(1).padStart(9),
+      );
+    }
+    for (const b of builds.slice(1)) {
+      const ratio = (f: (x: Figure) => number) => median(b.figures.map((x, i) => f(x) / f(first.figures[i] as Figure))).toFixed(3);
+      console.log(
+        `${b.checkout} against ${first.checkout}, each round's ratio: req/s ×${ratio((x) => x.rps)}, µs/req ×${ratio((x) => x.cpuUsPerReq)}, store µs ×${ratio(store)}`,
+      );
+    }
+  } finally {
+    for (const c of running) await stop(c);
+    await db.drop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
