@@ -95,9 +95,11 @@ async function main() {
       }
       log(`round ${r + 1} of ${ROUNDS}`);
     }
+    // The stores' columns only when the database runs on this machine (its pid readable).
     const store = (f: Figure) => f.storeCpuUsPerReq ?? Number.NaN;
+    const withStore = storePids.length > 0;
     console.log(`${SCENARIO}, medians of ${ROUNDS} rounds of ${SECONDS} s`);
-    console.log("build".padEnd(40), "req/s".padStart(8), "µs/req".padStart(8), "store µs".padStart(9));
+    console.log("build".padEnd(40), "req/s".padStart(8), "µs/req".padStart(8), withStore ? "store µs".padStart(9) : "");
     for (const b of builds) {
       const m = (f: (x: Figure) => number) => median(b.figures.map(f));
       console.log(
@@ -108,13 +110,13 @@ async function main() {
         m((x) => x.cpuUsPerReq)
           .toFixed(1)
           .padStart(8),
-        m(store).toFixed(1).padStart(9),
+        withStore ? m(store).toFixed(1).padStart(9) : "",
       );
     }
     for (const b of builds.slice(1)) {
       const ratio = (f: (x: Figure) => number) => median(b.figures.map((x, i) => f(x) / f(first.figures[i] as Figure))).toFixed(3);
       console.log(
-        `${b.checkout} against ${first.checkout}, each round's ratio: req/s ×${ratio((x) => x.rps)}, µs/req ×${ratio((x) => x.cpuUsPerReq)}, store µs ×${ratio(store)}`,
+        `${b.checkout} against ${first.checkout}, each round's ratio: req/s ×${ratio((x) => x.rps)}, µs/req ×${ratio((x) => x.cpuUsPerReq)}${withStore ? `, store µs ×${ratio(store)}` : ""}`,
       );
     }
   } finally {

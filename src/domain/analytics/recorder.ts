@@ -109,9 +109,9 @@ export class AnalyticsRecorder {
     // on a slow machine): a commit, its roll-up upserts and a round trip for every
     // ~50 rows. A batch that is not full now starts no sooner than 20 ms after the
     // last one was written, so more rows share each commit.
-    // Measured (bench/README.md, "Analytics batches paced"): the database's CPU a
-    // hot verification 19.8 -> 15.5 and 19.2 -> 14.8 µs in two paired runs,
-    // keyhold's own level. A full batch, a backlog and stop() do not wait.
+    // Measured with builds side by side (bench/README.md, "Analytics batches
+    // paced"): the database's CPU a hot verification x0.78-0.82, keyhold's own
+    // x0.84-0.96. A full batch, a backlog and stop() do not wait.
     this.minGapMs = opts.minGapMs ?? 20;
     this.maxPending = opts.maxPending ?? 200_000;
     this.maxPendingBytes = opts.maxPendingBytes ?? 64 * 1024 * 1024;
