@@ -15,10 +15,9 @@
 // the default), verifyLimit, verifyCredits or ratelimitLimit. The builds share
 // the database, so their migrations must agree.
 import type { ChildProcess } from "node:child_process";
-import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { autocannon, type Figure, measured } from "./load.js";
-import { freshDatabase, localDatabasePid, log, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, localDatabasePid, log, post, root, startKeyhold, stop } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -49,19 +48,7 @@ async function main() {
       running.push(k.child);
       builds.push({ checkout, base: k.base, pid: k.child.pid as number, figures: [] });
     }
-    const rk = (
-      JSON.parse(
-        execFileSync(
-          process.execPath,
-          [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_ab_${Date.now()}`, "--permissions", "*"],
-          {
-            cwd: root,
-            env: { ...process.env, DATABASE_URL },
-            stdio: ["ignore", "pipe", "inherit"],
-          },
-        ).toString(),
-      ) as { rootKey: string }
-    ).rootKey;
+    const rk = createRootKey(DATABASE_URL, `bench_ab_${Date.now()}`);
     const first = builds[0] as (typeof builds)[number];
     const apiId = (await post(first.base, "apis.createApi", { name: "bench-ab" }, rk)).apiId as string;
     const BIG = 1_000_000_000;

@@ -18,7 +18,7 @@
 // top self-time entries to bench/profiles/<scenario>.txt.
 // Then the scale part (bench/scale.ts; BENCH_SCALE=0 skips it).
 import type { ChildProcess } from "node:child_process";
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -28,7 +28,7 @@ import { VerifyKeyRequestSchema, VerifyKeyResponseSchema } from "../gen/keyhold/
 import { autocannon, ensureH2load, type Figure, h2load, measured } from "./load.js";
 import { formatSummary, summarizeProfile } from "./profile.js";
 import { runScale } from "./scale.js";
-import { freshDatabase, hasTaskset, here, localDatabasePid, localRedisPid, log, pinned, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, hasTaskset, here, localDatabasePid, localRedisPid, log, pinned, post, root, startKeyhold, stop } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -134,19 +134,7 @@ async function main() {
   );
   const asServer = (x: { child: ChildProcess }): Server => ({ child: x.child, pid: x.child.pid as number });
   try {
-    const rk = (
-      JSON.parse(
-        execFileSync(
-          process.execPath,
-          [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `bench_${Date.now()}`, "--permissions", "*"],
-          {
-            cwd: root,
-            env: { ...process.env, DATABASE_URL },
-            stdio: ["ignore", "pipe", "inherit"],
-          },
-        ).toString(),
-      ) as { rootKey: string }
-    ).rootKey;
+    const rk = createRootKey(DATABASE_URL, `bench_${Date.now()}`);
     const auth = `Bearer ${rk}`;
     const apiId = (await post(k.base, "apis.createApi", { name: "bench" }, rk)).apiId as string;
     const BIG = 1_000_000_000;

@@ -75,6 +75,16 @@ export async function startKeyhold(
   throw new Error("keyhold did not start");
 }
 
+/** A root key with every permission in a new workspace, made by keyhold's CLI on `databaseUrl`. */
+export function createRootKey(databaseUrl: string, workspace: string): string {
+  const out = execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", workspace, "--permissions", "*"], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return (JSON.parse(out.toString()) as { rootKey: string }).rootKey;
+}
+
 /** POST /v2/<op> with a root key; the answer's data, or an error naming the status. */
 export async function post(base: string, op: string, body: unknown, rootKey: string): Promise<Record<string, unknown>> {
   const send = () =>
