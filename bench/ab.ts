@@ -12,8 +12,9 @@
 // seconds apart, round by round, they do not drift apart.
 //
 // BENCH_AB_SCENARIO picks the request: verifyJson (a hot key without limits,
-// the default), verifyLimit, verifyCredits or ratelimitLimit. The builds share
-// the database, so their migrations must agree.
+// the default), verifyLimit, verifyCredits, ratelimitLimit or createKey (a plain
+// key, one of the API's prefix). The builds share the database, so their
+// migrations must agree.
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { autocannon, type Figure, measured } from "./load.js";
@@ -23,7 +24,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
 const CONNECTIONS = 50;
-const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit"];
+const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey"];
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -57,18 +58,20 @@ async function main() {
     const [op, body] =
       SCENARIO === "ratelimitLimit"
         ? ["ratelimit.limit", { namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 }]
-        : [
-            "keys.verifyKey",
-            {
-              key: await keyOf(
-                SCENARIO === "verifyLimit"
-                  ? { ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }
-                  : SCENARIO === "verifyCredits"
-                    ? { credits: { remaining: BIG } }
-                    : {},
-              ),
-            },
-          ];
+        : SCENARIO === "createKey"
+          ? ["keys.createKey", { apiId, prefix: "bench" }]
+          : [
+              "keys.verifyKey",
+              {
+                key: await keyOf(
+                  SCENARIO === "verifyLimit"
+                    ? { ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }
+                    : SCENARIO === "verifyCredits"
+                      ? { credits: { remaining: BIG } }
+                      : {},
+                ),
+              },
+            ];
     const storePids = [await localDatabasePid(DATABASE_URL)].filter((p): p is number => p !== undefined);
     const load = (b: (typeof builds)[number], seconds: number) =>
       autocannon({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS }, seconds);

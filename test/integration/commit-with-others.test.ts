@@ -2,6 +2,8 @@
 // round trip, and each still commits whole or not at all, its failure its own.
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "../../src/core/ids.js";
+import { auditInserts } from "../../src/storage/audit.js";
 import { openDatabase } from "../../src/storage/db.js";
 import { commitWithOthers, type Pool, type Statement } from "../../src/storage/sql.js";
 import { expectOk, uid } from "../contract/shared/helpers.js";
@@ -223,6 +225,43 @@ describe("commitWithOthers", () => {
     });
   });
 
+  it("audit records of one turn: one INSERT of the records and one of their index rows; each record indexes its own resources", async () => {
+    const workspaceId = uid("ws_audit");
+    // Records of 0 to 5 resources, some shared between records, as changes with and without other statements.
+    const records = Array.from({ length: 9 }, (_, i) => ({
+      id: newId("log"),
+      workspaceId,
+      time: 1_800_000_000_000 + i,
+      actorType: "root_key",
+      actorId: "root_test",
+      action: "test.change",
+      resources: Array.from({ length: i % 6 }, (_, j) => ({ type: "thing", id: j % 2 === 0 ? `shared_${j}` : `own_${i}_${j}` })),
+      description: `change ${i}`,
+      requestId: undefined,
+      remoteAddress: undefined,
+      userAgent: undefined,
+    }));
+    const changes = records.map((r, i) => [
+      ...(i % 2 === 0 ? [{ ...(single(uid("with_audit"))[0] as Statement), rows: true as const }] : []),
+      ...auditInserts(r),
+    ]);
+    const { outcomes, trips } = await commitAll(h.db.pool, changes);
+    expect(outcomes).toBe(records.map(() => "ok").join(", "));
+    expect(trips).toHaveLength(1);
+    const sent = (trips[0] as string).split(";\n").map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
+    expect(sent).toEqual(["START TRANSACTION", "INSERT INTO commit_parent", "INSERT INTO audit_logs", "INSERT INTO audit_log_resources", "COMMIT"]);
+    const [rs] = await h.db.pool.query<mysql.RowDataPacket[]>(
+      "SELECT l.id, r.resource_id, r.workspace_id FROM audit_logs l JOIN audit_log_resources r ON r.audit_pk = l.pk WHERE l.workspace_id = ?",
+      [workspaceId],
+    );
+    for (const r of records) {
+      const indexed = rs.filter((x) => x.id === r.id);
+      expect(indexed.map((x) => x.resource_id as string).sort()).toEqual([...new Set(r.resources.map((x) => x.id))].sort());
+      for (const x of indexed) expect(x.workspace_id).toBe(workspaceId);
+    }
+    expect(rs).toHaveLength(records.reduce((n, r) => n + new Set(r.resources.map((x) => x.id)).size, 0));
+  });
+
   it("recoverable keys with limits, made at once: each key's limit and plaintext are its own", async () => {
     const rk = await h.rootKey(["*"]);
     const apiId = await api(h, rk);
@@ -254,6 +293,11 @@ describe("commitWithOthers", () => {
     const made = answers.map((r) => expectOk(r) as { keyId: string; key: string });
     // One round trip when the 20 land in one turn, as they do here; a second turn may take a few.
     expect(trips.length).toBeLessThanOrEqual(3);
+    // Each trip: the keys, their records and the records' index rows as one INSERT each, not two statements a key.
+    for (const trip of trips) {
+      const sent = trip.split(";\n").map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
+      expect(sent).toEqual(["START TRANSACTION", "INSERT INTO `keys`", "INSERT INTO audit_logs", "INSERT INTO audit_log_resources", "COMMIT"]);
+    }
     for (const m of made) {
       const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { valid: boolean; keyId: string };
       expect(v).toMatchObject({ valid: true, keyId: m.keyId });
@@ -267,6 +311,18 @@ describe("commitWithOthers", () => {
     for (const r of records) {
       const resources = (typeof r.resources === "string" ? JSON.parse(r.resources) : r.resources) as { type: string; id: string }[];
       expect(resources).toContainEqual({ type: "key", id: r.resource_id });
+    }
+    // And every record's index rows are its own resources: the key and the API, no more.
+    const [indexed] = await h.db.pool.query<mysql.RowDataPacket[]>(
+      `SELECT l.pk, l.resources, GROUP_CONCAT(r.resource_id ORDER BY r.resource_id) AS ids FROM audit_logs l JOIN audit_log_resources r ON r.audit_pk = l.pk
+        WHERE l.pk IN (SELECT audit_pk FROM audit_log_resources WHERE resource_id IN (?)) GROUP BY l.pk, l.resources`,
+      [made.map((m) => m.keyId)],
+    );
+    expect(indexed).toHaveLength(20);
+    for (const r of indexed) {
+      const resources = (typeof r.resources === "string" ? JSON.parse(r.resources) : r.resources) as { type: string; id: string }[];
+      expect(String(r.ids).split(",")).toEqual(resources.map((x) => x.id).sort());
+      expect(resources.map((x) => x.type)).toEqual(["key", "api"]);
     }
   });
 });
