@@ -31,6 +31,8 @@ export interface ImportOptions {
   /** Derived from statePath (failuresPathOf): two imports of one file with their own states keep their own failures. */
   failuresPath: string;
   restart: boolean;
+  /** How long a batch's Idempotency-Key may answer "in use" before the batch goes under a new one (IN_USE_WAIT_SECONDS). */
+  inUseWaitMs: number;
 }
 
 export interface ImportSummary {
@@ -51,11 +53,13 @@ export const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const ATTEMPTS = 6;
 const REQUEST_TIMEOUT_MS = 120_000;
 /**
- * How long a batch's Idempotency-Key may keep answering "in use" before the
- * batch is sent under a new one: a request interrupted by a server crash or a
- * database error leaves its key claimed until it expires (24 h by default).
+ * How long, by default, a batch's Idempotency-Key may keep answering "in use"
+ * before the batch is sent under a new one (`--in-use-wait`): a request
+ * interrupted by a server crash or a database error leaves its key claimed
+ * until it expires (24 h by default), while one still running answers within
+ * seconds.
  */
-const IN_USE_WAIT_MS = 30_000;
+export const IN_USE_WAIT_SECONDS = 30;
 
 /** FILE.import-state.json -> FILE.failures.jsonl; any other state path P -> P.failures.jsonl. */
 export const failuresPathOf = (statePath: string): string => `${statePath.replace(/\.import-state\.json$/, "")}.failures.jsonl`;
@@ -431,7 +435,7 @@ async function sendBatch(run: Run, batch: Batch): Promise<Outcome> {
       state.generations = { ...state.generations, [batch.lastLine]: generation };
       await run.save();
       log(
-        `the batch up to line ${batch.lastLine} was left "in use" by an interrupted request for over ${IN_USE_WAIT_MS / 1000} s; ` +
+        `the batch up to line ${batch.lastLine} was left "in use" by an interrupted request for over ${opts.inUseWaitMs / 1000} s; ` +
           "sending it under a new Idempotency-Key (hashes it finds in use are reported as hash_in_use_maybe_by_interrupted_request)",
       );
       continue;
@@ -505,7 +509,7 @@ interface ErrorBody {
 
 /**
  * POSTs keys.migrateKeys, retrying what may succeed later; stops on answers that
- * will not change. "stuck": the key answered "in use" for IN_USE_WAIT_MS.
+ * will not change. "stuck": the key answered "in use" for opts.inUseWaitMs.
  */
 async function post(opts: ImportOptions, idemKey: string, body: unknown): Promise<Answer> {
   const payload = JSON.stringify(body);
@@ -541,7 +545,7 @@ async function post(opts: ImportOptions, idemKey: string, body: unknown): Promis
     if (status === 409 && code?.endsWith("idempotency_key_in_use") === true) {
       // The same batch is still running (wait for it), or was interrupted and left its key claimed.
       inUseSince ??= Date.now();
-      if (Date.now() - inUseSince >= IN_USE_WAIT_MS) return { kind: "stuck" };
+      if (Date.now() - inUseSince >= opts.inUseWaitMs) return { kind: "stuck" };
       await backoff(attempt, retryAfter);
       continue;
     }

@@ -24,7 +24,7 @@ import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migr
 import { OperatorExistsError } from "../storage/operators.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { findWorkspaceByName } from "../storage/workspaces.js";
-import { failuresPathOf, ImportError, importKeys, MAX_BATCH } from "./import.js";
+import { failuresPathOf, ImportError, IN_USE_WAIT_SECONDS, importKeys, MAX_BATCH } from "./import.js";
 import type { Format } from "./import-records.js";
 import { readPassword } from "./password-input.js";
 
@@ -42,6 +42,7 @@ const USAGE = `usage:
   keyhold migration create --workspace <name> --algorithm <sha256|github.com/seamapi/prefixed-api-key>
   keyhold keys import FILE --api <apiId> --migration <migrationId> [--url <url>] [--format jsonl|csv]
                            [--batch-size 1000] [--concurrency 2] [--state PATH] [--restart] [--allow-http]
+                           [--in-use-wait 30]
   keyhold admin create --email <email> [--workspace <name>] [--password-stdin]
   keyhold migrate
   keyhold encryption-key generate
@@ -57,7 +58,9 @@ default http://127.0.0.1:7070) with the root key in KEYHOLD_ROOT_KEY; http:// is
 refused for any host but this machine unless --allow-http (the root key would
 cross the network in cleartext). It resumes an interrupted run from
 FILE.import-state.json (--state PATH) and writes what failed, by line, to
-FILE.failures.jsonl (PATH.failures.jsonl with --state PATH). Exit 0: all
+FILE.failures.jsonl (PATH.failures.jsonl with --state PATH). A batch whose
+Idempotency-Key an interrupted request left "in use" is sent under a new one
+after --in-use-wait seconds (default 30) of such answers. Exit 0: all
 imported; 4: some failed; 1: it stopped; 2: bad usage.
 
 admin create makes a dashboard operator, linked to --workspace (created if
@@ -340,6 +343,7 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
         state: { type: "string" },
         restart: { type: "boolean" },
         "allow-http": { type: "boolean" },
+        "in-use-wait": { type: "string" },
       },
       allowPositionals: true,
     }),
@@ -355,6 +359,7 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
     );
   const batchSize = wholeNumber("--batch-size", values["batch-size"], MAX_BATCH, 1, MAX_BATCH);
   const concurrency = wholeNumber("--concurrency", values.concurrency, 2, 1, 8);
+  const inUseWait = wholeNumber("--in-use-wait", values["in-use-wait"], IN_USE_WAIT_SECONDS, 1, 3600);
   const url = (values.url ?? process.env.KEYHOLD_URL ?? "http://127.0.0.1:7070").replace(/\/+$/, "");
   if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) throw new UsageError(`--url must be an http:// or https:// address (got '${url}')`);
   const host = new URL(url).hostname;
@@ -383,6 +388,7 @@ async function keys(sub: string | undefined, rest: string[]): Promise<void> {
     statePath,
     failuresPath: failuresPathOf(statePath),
     restart: values.restart === true,
+    inUseWaitMs: inUseWait * 1000,
   });
   out(summary);
   // Its own code: 2 is bad usage and 3 a configuration problem, for every command.

@@ -604,7 +604,8 @@ describe("keyhold keys import", () => {
     const keys = newKeys(5);
     const f = file("interrupted.jsonl", `${keys.map((key) => JSON.stringify({ key })).join("\n")}\n`);
     const statePath = `${f}.import-state.json`;
-    const args = importArgs(f, apiId, migrationId);
+    // 3 s of "in use" answers instead of the default 30 (the message names the wait).
+    const args = importArgs(f, apiId, migrationId, ["--in-use-wait", "3"]);
     // The first request runs on the server, which then "dies" before recording its
     // answer: its idempotency record is put back to running (state 0), as a crash
     // between the COMMIT and the record's completion leaves it; the answer is lost.
@@ -646,7 +647,7 @@ describe("keyhold keys import", () => {
       const newKey = seen.at(-1) as string;
       expect(newKey, stderr).not.toBe(firstKey);
       expect(inUseAnswers, "retried the claimed key before giving it up").toBeGreaterThan(2);
-      expect(stderr).toMatch(/left "in use" by an interrupted request .* sending it under a new Idempotency-Key/);
+      expect(stderr).toMatch(/left "in use" by an interrupted request for over 3 s; sending it under a new Idempotency-Key/);
       expect((JSON.parse(readFileSync(statePath, "utf8")) as { generations?: Record<string, number> }).generations).toEqual({ "5": 1 });
       child.kill("SIGKILL");
       await exited;
@@ -801,6 +802,8 @@ describe("keyhold keys import", () => {
       ["keys", "import", "x.jsonl", "--frobnicate"],
       ["keys", "import", "x.txt", "--api", "api_1", "--migration", "mig_1"],
       ["keys", "import", "x.jsonl", "--api", "a", "--migration", "m", "--batch-size", "1001"],
+      ["keys", "import", "x.jsonl", "--api", "a", "--migration", "m", "--in-use-wait", "0"],
+      ["keys", "import", "x.jsonl", "--api", "a", "--migration", "m", "--in-use-wait", "2.5"],
     ]) {
       const r = await cli(args, { KEYHOLD_ROOT_KEY: admin });
       expect(r.code, show(r)).toBe(2);
