@@ -26,9 +26,9 @@ const marked = (id: string): Statement[] => [{ ...(change(id)[0] as Statement), 
 /**
  * Runs fn with the pool watched: the connections asked of it (refused ones too) and
  * the SQL of each round trip of commitInOneTrip (a connection's first query; a
- * ROLLBACK after a failure is not a trip).
+ * ROLLBACK after a failure is not a trip), which fn is handed as they come.
  */
-async function watched<T>(pool: Pool, fn: () => Promise<T>): Promise<{ value: T; asked: number; trips: string[] }> {
+async function watched<T>(pool: Pool, fn: (trips: readonly string[]) => Promise<T>): Promise<{ value: T; asked: number; trips: string[] }> {
   type Conn = { query: (...a: unknown[]) => unknown };
   const p = pool as unknown as { getConnection: () => Promise<Conn> };
   const original = p.getConnection;
@@ -47,7 +47,7 @@ async function watched<T>(pool: Pool, fn: () => Promise<T>): Promise<{ value: T;
     return conn;
   };
   try {
-    return { value: await fn(), asked, trips };
+    return { value: await fn(trips), asked, trips };
   } finally {
     p.getConnection = original;
   }
@@ -137,6 +137,44 @@ describe("commitWithOthers", () => {
     });
     expect(trips).toHaveLength(2);
     expect(await parents(ids)).toEqual([...ids].sort());
+  });
+
+  it("changes asked for while two groups are at the database wait, and go together when one comes back", async () => {
+    const holder = await h.db.pool.getConnection();
+    try {
+      // Two groups kept at the database: each waits for a unique entry the holder has locked.
+      // A committed row between the two keeps their index gaps apart: once the holder's rows
+      // are gone, waiters in one merged gap would deadlock each other.
+      const held = uid("held");
+      const [x, y] = [`${held}_a`, `${held}_z`];
+      await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [`${held}_m`]);
+      await holder.beginTransaction();
+      await holder.query("INSERT INTO commit_parent (id) VALUES (?), (?)", [x, y]);
+      const later = Array.from({ length: 5 }, (_, i) => `${uid("later")}_${i}`);
+      const turn = () => new Promise((r) => setImmediate(r));
+      const { value, trips } = await watched(h.db.pool, async (sent) => {
+        const all = [commitWithOthers(h.db.pool, single(x))];
+        await turn();
+        all.push(commitWithOthers(h.db.pool, single(y)));
+        await turn();
+        // Each in a turn of its own: alone, each would be a round trip.
+        for (const id of later) {
+          all.push(commitWithOthers(h.db.pool, single(id)));
+          await turn();
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        const sentWhileHeld = sent.length;
+        await holder.rollback();
+        await Promise.all(all);
+        return sentWhileHeld;
+      });
+      expect(value).toBe(2);
+      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 5]);
+      expect(await parents([x, y, ...later])).toEqual([x, y, ...later].sort());
+    } finally {
+      await holder.rollback().catch(() => undefined);
+      holder.release();
+    }
   });
 
   it("one failing change fails alone: the others commit, and none of its rows is left", async () => {
