@@ -28,15 +28,13 @@ export async function insertAudit(db: Queryable, r: AuditRow): Promise<void> {
 }
 
 /**
- * The record's INSERT and its resource index's, in this order. The index finds
- * each record's pk by its id (a unique index), its rows handed over as one JSON
- * array: with no LAST_INSERT_ID() to read right after each record, a group of
- * changes (commitWithOthers: many createKeys at once) sends one INSERT of every
- * record and one of every index row instead of two statements a change, and the
- * index still follows its records (sql.ts, Statement.rows). Measured on MariaDB
- * 10.11 with `bench:ab` (bench/README.md, createKey): the database's CPU a key
- * ×0.78-0.82 and keys/s ×1.11; a subquery a row instead of the JSON array cost
- * it more than the two statements a key did (×1.13).
+ * The record's INSERT and its resource index's (migration 0012: index rows name
+ * their record by its id, which keyhold makes). Neither reads the other, so both
+ * are marked `rows`: in a group of changes (commitWithOthers: many createKeys at
+ * once) every record goes in one INSERT and every index row in one more (sql.ts,
+ * Statement.rows). Measured on MariaDB 10.11 (bench/README.md, createKey): the
+ * database's CPU a record 68 µs in SQL alone, against 81 when the index rows
+ * found their records' AUTO_INCREMENT pk through a JSON_TABLE join.
  */
 export function auditInserts(r: AuditRow): Statement[] {
   const record: Statement = {
@@ -59,21 +57,16 @@ export function auditInserts(r: AuditRow): Statement[] {
   };
   const ids = [...new Set(r.resources.map((x) => x.id))];
   if (ids.length === 0) return [record];
-  return [record, { sql: INDEX_ROWS, params: [JSON.stringify(ids.map((id) => [r.id, id]))], jsonRows: true }];
+  const workspaceId = r.workspaceId ?? null;
+  return [
+    record,
+    {
+      sql: `INSERT INTO audit_resources (audit_id, workspace_id, resource_id) VALUES ${ids.map(() => "(?, ?, ?)").join(", ")}`,
+      rows: true,
+      params: ids.flatMap((id) => [r.id, workspaceId, id]),
+    },
+  ];
 }
-
-/**
- * The index rows of records already written: [record id, resource id] pairs in
- * one JSON array (JSON_TABLE: MariaDB 10.6 and MySQL 8.0.4 on). Its columns are
- * utf8mb4_bin like the tables' (MariaDB would take the connection's collation), so
- * the join finds each record through audit_logs' unique index on id.
- */
-const INDEX_ROWS = `INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id)
-     SELECT a.pk, a.workspace_id, j.resource_id
-       FROM JSON_TABLE(?, '$[*]' COLUMNS (
-              audit_id VARCHAR(48) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]',
-              resource_id VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[1]')) AS j
-       JOIN audit_logs a ON a.id = j.audit_id`;
 
 export interface AuditQuery {
   /** undefined: the events outside any workspace (sign-ins). */
@@ -94,7 +87,7 @@ export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: A
   const params: (string | number)[] = q.workspaceId === undefined ? [] : [q.workspaceId];
   let from = "audit_logs a";
   if (q.resourceId !== undefined) {
-    from = "audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk";
+    from = "audit_resources r JOIN audit_logs a ON a.id = r.audit_id";
     where.push(q.workspaceId === undefined ? "r.workspace_id IS NULL" : "r.workspace_id = ?", "r.resource_id = ?");
     if (q.workspaceId !== undefined) params.push(q.workspaceId);
     params.push(q.resourceId);
@@ -152,10 +145,39 @@ export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: A
  * loops with a pause, so a large backlog never holds locks for long.
  */
 export async function deleteAuditBefore(db: Queryable, before: number, batch: number): Promise<number> {
-  const old = await rows(db, `SELECT pk FROM audit_logs WHERE time_m < ? ORDER BY time_m LIMIT ${batch}`, [before]);
+  const old = await rows(db, `SELECT pk, id FROM audit_logs WHERE time_m < ? ORDER BY time_m LIMIT ${batch}`, [before]);
   if (old.length === 0) return 0;
+  const ids = old.map((r) => String(r.id));
+  await exec(db, `DELETE FROM audit_resources WHERE audit_id IN (${placeholders(ids.length)})`, ids);
   const pks = old.map((r) => num(r.pk));
-  await exec(db, `DELETE FROM audit_log_resources WHERE audit_pk IN (${placeholders(pks.length)})`, pks);
   const res = await exec(db, `DELETE FROM audit_logs WHERE pk IN (${placeholders(pks.length)})`, pks);
   return res.affectedRows;
+}
+
+/**
+ * Moves the index rows of up to `batch` records from audit_log_resources (by
+ * audit_logs' pk, as instances of an earlier version write it) into
+ * audit_resources (by id); returns how many records' rows it took. Rows whose
+ * record is gone (retention) are dropped. A record's rows commit together with
+ * it, so they are taken whole, by pk. The copy goes first: a crash between the two
+ * statements, or two instances moving the same rows, copies them again into the
+ * same rows (INSERT IGNORE).
+ */
+export async function moveEarlierIndexRows(db: Queryable, batch: number): Promise<number> {
+  const pks = (await rows(db, `SELECT DISTINCT audit_pk FROM audit_log_resources ORDER BY audit_pk LIMIT ${batch}`)).map((r) => num(r.audit_pk));
+  if (pks.length === 0) return 0;
+  const old = await rows(
+    db,
+    `SELECT a.id, r.workspace_id, r.resource_id FROM audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk
+      WHERE r.audit_pk IN (${placeholders(pks.length)})`,
+    pks,
+  );
+  if (old.length > 0)
+    await exec(
+      db,
+      `INSERT IGNORE INTO audit_resources (audit_id, workspace_id, resource_id) VALUES ${old.map(() => "(?, ?, ?)").join(", ")}`,
+      old.flatMap((r) => [String(r.id), optStr(r.workspace_id) ?? null, String(r.resource_id)]),
+    );
+  await exec(db, `DELETE FROM audit_log_resources WHERE audit_pk IN (${placeholders(pks.length)})`, pks);
+  return pks.length;
 }

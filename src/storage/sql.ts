@@ -138,17 +138,10 @@ export interface Statement {
    * LAST_INSERT_ID() for it, and it follows nothing unmarked. In a group
    * (commitWithOthers), such INSERTs into the same table and columns go as one
    * INSERT of all their rows, ahead of the group's other statements, in the order
-   * their tables first appear (the audit index, which reads its records' rows,
-   * still follows them). A LAST_INSERT_ID() read right after its own INSERT still
-   * reads that INSERT's value.
+   * their tables first appear. A LAST_INSERT_ID() read right after its own
+   * INSERT still reads that INSERT's value.
    */
   rows?: true;
-  /**
-   * Like `rows`, for a statement whose one placeholder takes its rows as a JSON
-   * array (JSON_TABLE): in a group, statements of the same SQL go as one, their
-   * arrays joined, in the order of the marked INSERTs.
-   */
-  jsonRows?: true;
   /**
    * The data of a `LOAD DATA LOCAL INFILE '<name>'` statement: when the server asks
    * for `name` it is sent `data`. Nothing else can be asked for: a request for any
@@ -349,22 +342,13 @@ const TUPLES = /^\([^;]*\)$/;
 
 /**
  * A group's statements, with the INSERTs marked `rows` into the same table and
- * columns made one, and the statements marked `jsonRows` of the same SQL: each
- * statement is also a packet the database parses and answers, and mysql2 reads
- * (a plain key's INSERT was one of its three).
+ * columns made one: each statement is also a packet the database parses and
+ * answers, and mysql2 reads (a plain key's INSERT was one of its three).
  */
 function mergeRows(statements: readonly Statement[]): Statement[] {
-  const merged = new Map<string, { tuples: string[]; params: Param[] } | { arrays: string[] }>();
+  const merged = new Map<string, { tuples: string[]; params: Param[] }>();
   const rest: Statement[] = [];
   for (const s of statements) {
-    if (s.jsonRows === true && s.params.length === 1 && typeof s.params[0] === "string") {
-      let m = merged.get(s.sql);
-      if (m === undefined) merged.set(s.sql, (m = { arrays: [] }));
-      if ("arrays" in m) {
-        m.arrays.push(s.params[0]);
-        continue;
-      }
-    }
     const at = s.rows === true ? VALUES.exec(s.sql) : null;
     const tuples = at === null ? "" : s.sql.slice(at.index + at[0].length);
     if (at === null || !TUPLES.test(tuples) || /\bON\s+DUPLICATE\b/i.test(tuples)) {
@@ -374,27 +358,11 @@ function mergeRows(statements: readonly Statement[]): Statement[] {
     const head = s.sql.slice(0, at.index);
     let m = merged.get(head);
     if (m === undefined) merged.set(head, (m = { tuples: [], params: [] }));
-    if (!("tuples" in m)) {
-      rest.push(s);
-      continue;
-    }
     m.tuples.push(tuples);
     for (const p of s.params) m.params.push(p);
   }
-  return [
-    ...Array.from(merged, ([head, m]) =>
-      "arrays" in m ? { sql: head, params: [joinArrays(m.arrays)] } : { sql: `${head} VALUES ${m.tuples.join(", ")}`, params: m.params },
-    ),
-    ...rest,
-  ];
+  return [...Array.from(merged, ([head, m]) => ({ sql: `${head} VALUES ${m.tuples.join(", ")}`, params: m.params })), ...rest];
 }
-
-/** JSON arrays' texts as one array's: `[1,2]` and `[3]` make `[1,2,3]`. */
-const joinArrays = (arrays: readonly string[]): string =>
-  `[${arrays
-    .map((a) => a.trim().slice(1, -1).trim())
-    .filter((a) => a !== "")
-    .join(",")}]`;
 
 async function commitGroup(pool: Pool, group: Waiting[]): Promise<void> {
   const alone = (w: Waiting) => commitInOneTrip(pool, w.statements).then(w.resolve, w.reject);

@@ -82,7 +82,7 @@ type Method = (...args: unknown[]) => unknown;
  * Last-used times are written behind, so they are flushed inside the window.
  */
 /** Append-only tables, and the ever-growing key that tells a new row. */
-const APPEND_ONLY: Record<string, string> = { audit_logs: "pk", audit_log_resources: "audit_pk" };
+const APPEND_ONLY: Record<string, string> = { audit_logs: "pk", audit_resources: "audit_id" };
 
 export class DataGuard {
   private digestSql = "";

@@ -1,7 +1,7 @@
 // The audit records of the key domain's changes (src/domain/keys/): each change
 // writes its record in its own transaction, naming the root key that made it,
 // the request it came in, the resources by id and the fields by name. The
-// records are read straight from audit_logs and audit_log_resources, so these
+// records are read straight from audit_logs and audit_resources, so these
 // tests do not depend on the listLogs endpoint.
 //
 // A security decision is protected here: no record may hold the key, its hash,
@@ -30,7 +30,7 @@ interface AuditRecord {
   request_id: string | null;
   remote_address: string | null;
   user_agent: string | null;
-  /** The rows of audit_log_resources, by resource id. */
+  /** The rows of audit_resources, by resource id. */
   indexed: string[];
 }
 
@@ -62,7 +62,7 @@ describe("audit records of key changes", () => {
     const [rs] = await h.db.pool.query("SELECT * FROM audit_logs WHERE pk > ? ORDER BY pk", [since]);
     const out: AuditRecord[] = [];
     for (const r of rs as Json[]) {
-      const [idx] = await h.db.pool.query("SELECT resource_id, workspace_id FROM audit_log_resources WHERE audit_pk = ?", [r.pk]);
+      const [idx] = await h.db.pool.query("SELECT resource_id, workspace_id FROM audit_resources WHERE audit_id = ?", [r.id]);
       for (const i of idx as Json[]) expect(i.workspace_id).toBe(h.workspaceId);
       out.push({
         ...r,
@@ -126,7 +126,7 @@ describe("audit records of key changes", () => {
         "START TRANSACTION",
         expect.stringMatching(/^INSERT INTO `keys`/),
         expect.stringMatching(/^INSERT INTO audit_logs /),
-        expect.stringMatching(/^INSERT INTO audit_log_resources .*JSON_TABLE\(/s),
+        expect.stringMatching(/^INSERT INTO audit_resources \(audit_id, workspace_id, resource_id\) VALUES \(\?, \?, \?\), \(\?, \?, \?\)$/),
         "COMMIT",
       ]);
       created = expectOk(res as Res);

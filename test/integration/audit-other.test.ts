@@ -32,7 +32,7 @@ interface AuditRecord {
   request_id: string | null;
   remote_address: string | null;
   user_agent: string | null;
-  /** audit_log_resources' ids for this record, sorted. */
+  /** audit_resources' ids for this record, sorted. */
   indexed: string[];
 }
 
@@ -51,7 +51,7 @@ describe("audit records of identities, rbac, rate limits, workspaces, operators 
     const [rows] = await h.db.pool.query<RowDataPacket[]>(`SELECT * FROM audit_logs WHERE ${where} ORDER BY pk`, params);
     const out: AuditRecord[] = [];
     for (const r of rows) {
-      const [idx] = await h.db.pool.query<RowDataPacket[]>("SELECT resource_id FROM audit_log_resources WHERE audit_pk = ?", [r.pk]);
+      const [idx] = await h.db.pool.query<RowDataPacket[]>("SELECT resource_id FROM audit_resources WHERE audit_id = ?", [r.id]);
       out.push({ ...(r as AuditRecord), pk: Number(r.pk), resources: JSON.parse(String(r.resources)), indexed: idx.map((x) => String(x.resource_id)).sort() });
     }
     return out;
@@ -60,7 +60,7 @@ describe("audit records of identities, rbac, rate limits, workspaces, operators 
   const ofRequest = (requestId: string) => records("request_id = ?", [requestId]);
   /** The records with this action that touched this resource (through the resource index). */
   const touching = (action: string, resourceId: string) =>
-    records("action = ? AND pk IN (SELECT audit_pk FROM audit_log_resources WHERE resource_id = ?)", [action, resourceId]);
+    records("action = ? AND id IN (SELECT audit_id FROM audit_resources WHERE resource_id = ?)", [action, resourceId]);
 
   /** The one record of this request, with this action. */
   async function oneOf(requestId: string, action: string): Promise<AuditRecord> {

@@ -46,7 +46,7 @@ describe("audit log retention", () => {
     expect(deleted).toBe(7);
     expect((await q("SELECT description FROM audit_logs WHERE actor_id = ? ORDER BY time_m")).map((r) => r.description)).toEqual(["new2", "new1", "new0"]);
     const [orphans] = await h.db.pool.query(
-      "SELECT r.resource_id FROM audit_log_resources r LEFT JOIN audit_logs a ON a.pk = r.audit_pk WHERE a.pk IS NULL AND r.resource_id LIKE 'api_old%'",
+      "SELECT r.resource_id FROM audit_resources r LEFT JOIN audit_logs a ON a.id = r.audit_id WHERE a.pk IS NULL AND r.resource_id LIKE 'api_old%'",
     );
     expect(orphans).toEqual([]);
     expect(await sweepAuditLog(h.db.pool, now - 30 * day, undefined, 3)).toBe(0);

@@ -187,7 +187,7 @@ describe("every changing operation is in the audit log", () => {
     expect(String(record.remote_address)).toMatch(/^127\.0\.0\.1$|^::1$|^::ffff:127\.0\.0\.1$/);
     const ids = (JSON.parse(String(record.resources)) as Array<{ id: string }>).map((r) => r.id);
     expect(ids).toContain(req.resource(data, req.body));
-    const [indexed] = await h.db.pool.query("SELECT resource_id FROM audit_log_resources WHERE audit_pk = ?", [record.pk]);
+    const [indexed] = await h.db.pool.query("SELECT resource_id FROM audit_resources WHERE audit_id = ?", [record.id]);
     expect(new Set((indexed as Rows).map((r) => r.resource_id))).toEqual(new Set(ids));
     const text = JSON.stringify(records);
     expect(text).not.toContain("walk-secret");

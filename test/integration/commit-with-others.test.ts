@@ -287,9 +287,9 @@ describe("commitWithOthers", () => {
     expect(outcomes).toBe(records.map(() => "ok").join(", "));
     expect(trips).toHaveLength(1);
     const sent = (trips[0] as string).split(";\n").map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
-    expect(sent).toEqual(["START TRANSACTION", "INSERT INTO commit_parent", "INSERT INTO audit_logs", "INSERT INTO audit_log_resources", "COMMIT"]);
+    expect(sent).toEqual(["START TRANSACTION", "INSERT INTO commit_parent", "INSERT INTO audit_logs", "INSERT INTO audit_resources", "COMMIT"]);
     const [rs] = await h.db.pool.query<mysql.RowDataPacket[]>(
-      "SELECT l.id, r.resource_id, r.workspace_id FROM audit_logs l JOIN audit_log_resources r ON r.audit_pk = l.pk WHERE l.workspace_id = ?",
+      "SELECT l.id, r.resource_id, r.workspace_id FROM audit_logs l JOIN audit_resources r ON r.audit_id = l.id WHERE l.workspace_id = ?",
       [workspaceId],
     );
     for (const r of records) {
@@ -334,14 +334,14 @@ describe("commitWithOthers", () => {
     // Each trip: the keys, their records and the records' index rows as one INSERT each, not two statements a key.
     for (const trip of trips) {
       const sent = trip.split(";\n").map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
-      expect(sent).toEqual(["START TRANSACTION", "INSERT INTO `keys`", "INSERT INTO audit_logs", "INSERT INTO audit_log_resources", "COMMIT"]);
+      expect(sent).toEqual(["START TRANSACTION", "INSERT INTO `keys`", "INSERT INTO audit_logs", "INSERT INTO audit_resources", "COMMIT"]);
     }
     for (const m of made) {
       const v = expectOk(await h.post("/v2/keys.verifyKey", { key: m.key }, rk)) as { valid: boolean; keyId: string };
       expect(v).toMatchObject({ valid: true, keyId: m.keyId });
     }
     const [records] = await h.db.pool.query<mysql.RowDataPacket[]>(
-      "SELECT r.resource_id, l.resources FROM audit_log_resources r JOIN audit_logs l ON l.pk = r.audit_pk WHERE r.resource_id IN (?) AND l.action = 'key.create'",
+      "SELECT r.resource_id, l.resources FROM audit_resources r JOIN audit_logs l ON l.id = r.audit_id WHERE r.resource_id IN (?) AND l.action = 'key.create'",
       [made.map((m) => m.keyId)],
     );
     // One record a key, and the index names the record that is about that key (not a neighbour's of the group).
@@ -352,8 +352,8 @@ describe("commitWithOthers", () => {
     }
     // And every record's index rows are its own resources: the key and the API, no more.
     const [indexed] = await h.db.pool.query<mysql.RowDataPacket[]>(
-      `SELECT l.pk, l.resources, GROUP_CONCAT(r.resource_id ORDER BY r.resource_id) AS ids FROM audit_logs l JOIN audit_log_resources r ON r.audit_pk = l.pk
-        WHERE l.pk IN (SELECT audit_pk FROM audit_log_resources WHERE resource_id IN (?)) GROUP BY l.pk, l.resources`,
+      `SELECT l.pk, l.resources, GROUP_CONCAT(r.resource_id ORDER BY r.resource_id) AS ids FROM audit_logs l JOIN audit_resources r ON r.audit_id = l.id
+        WHERE l.id IN (SELECT audit_id FROM audit_resources WHERE resource_id IN (?)) GROUP BY l.pk, l.resources`,
       [made.map((m) => m.keyId)],
     );
     expect(indexed).toHaveLength(20);
