@@ -1,7 +1,7 @@
 // The audit log's rows (migration 0008). Records are written only inside the
 // transaction of the change they describe (domain/audit/audit.ts); reading is
 // newest first by (time_m, pk), with an opaque cursor naming the last row seen.
-import { exec, num, optStr, placeholders, type Queryable, rows, type Statement } from "./sql.js";
+import { exec, num, optStr, placeholders, type Queryable, type Row, rows, type Statement } from "./sql.js";
 
 export interface AuditResource {
   type: string;
@@ -85,13 +85,6 @@ export interface AuditQuery {
 export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: AuditRow[]; next: { time: number; pk: number } | undefined }> {
   const where: string[] = [q.workspaceId === undefined ? "a.workspace_id IS NULL" : "a.workspace_id = ?"];
   const params: (string | number)[] = q.workspaceId === undefined ? [] : [q.workspaceId];
-  let from = "audit_logs a";
-  if (q.resourceId !== undefined) {
-    from = "audit_resources r JOIN audit_logs a ON a.id = r.audit_id";
-    where.push(q.workspaceId === undefined ? "r.workspace_id IS NULL" : "r.workspace_id = ?", "r.resource_id = ?");
-    if (q.workspaceId !== undefined) params.push(q.workspaceId);
-    params.push(q.resourceId);
-  }
   if (q.since !== undefined) {
     where.push("a.time_m >= ?");
     params.push(q.since);
@@ -112,13 +105,30 @@ export async function listAudit(db: Queryable, q: AuditQuery): Promise<{ rows: A
     where.push("(a.time_m < ? OR (a.time_m = ? AND a.pk < ?))");
     params.push(q.after.time, q.after.time, q.after.pk);
   }
+  const columns =
+    "a.pk, a.id, a.workspace_id, a.time_m, a.actor_type, a.actor_id, a.action, a.resources, a.description, a.request_id, a.remote_address, a.user_agent";
   // LIMIT as a literal: prepared LIMIT placeholders behave differently across MySQL and MariaDB.
-  const rs = await rows(
-    db,
-    `SELECT a.pk, a.id, a.workspace_id, a.time_m, a.actor_type, a.actor_id, a.action, a.resources, a.description, a.request_id, a.remote_address, a.user_agent
-       FROM ${from} WHERE ${where.join(" AND ")} ORDER BY a.time_m DESC, a.pk DESC LIMIT ${q.limit + 1}`,
-    params,
-  );
+  const order = `ORDER BY a.time_m DESC, a.pk DESC LIMIT ${q.limit + 1}`;
+  let rs: Row[];
+  if (q.resourceId === undefined) rs = await rows(db, `SELECT ${columns} FROM audit_logs a WHERE ${where.join(" AND ")} ${order}`, params);
+  else {
+    // By resource: through audit_resources, and through the index rows that instances of an
+    // earlier version wrote and the audit sweep has not moved yet (moveEarlierIndexRows), so
+    // that no record is missed during an upgrade. A record's rows in both (moved, not yet
+    // deleted) are one row of the UNION.
+    const r = [q.workspaceId === undefined ? "r.workspace_id IS NULL" : "r.workspace_id = ?", "r.resource_id = ?"];
+    const rParams = q.workspaceId === undefined ? [q.resourceId] : [q.workspaceId, q.resourceId];
+    const all = [...r, ...where].join(" AND ");
+    rs = await rows(
+      db,
+      `SELECT a.* FROM (
+         SELECT ${columns} FROM audit_resources r JOIN audit_logs a ON a.id = r.audit_id WHERE ${all}
+         UNION
+         SELECT ${columns} FROM audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk WHERE ${all}
+       ) a ${order}`,
+      [...rParams, ...params, ...rParams, ...params],
+    );
+  }
   const page = rs.slice(0, q.limit);
   const last = page[page.length - 1];
   return {
@@ -154,30 +164,38 @@ export async function deleteAuditBefore(db: Queryable, before: number, batch: nu
   return res.affectedRows;
 }
 
+/** At most this many index rows a move (past a first record that alone has more): a key.migrate record indexes up to 1,002 resources. */
+const MOVE_ROWS_MAX = 5_000;
+
 /**
- * Moves the index rows of up to `batch` records from audit_log_resources (by
- * audit_logs' pk, as instances of an earlier version write it) into
- * audit_resources (by id); returns how many records' rows it took. Rows whose
- * record is gone (retention) are dropped. A record's rows commit together with
- * it, so they are taken whole, by pk. The copy goes first: a crash between the two
- * statements, or two instances moving the same rows, copies them again into the
- * same rows (INSERT IGNORE).
+ * Moves the index rows of up to `batch` records (and about MOVE_ROWS_MAX rows)
+ * from audit_log_resources (by audit_logs' pk, as instances of an earlier version
+ * write it) into audit_resources (by id); returns how many records' rows it
+ * took, 0 when none are left. Rows whose record is gone (retention) are dropped.
+ * A record's rows commit together with it, so they are taken whole, by pk. The
+ * copy goes first and is made by the database (no rows through keyhold): a crash
+ * between the two statements, or two instances moving the same rows, copies them
+ * again into the same rows (INSERT IGNORE). listAudit reads both tables, so a
+ * record is found by its resources before, during and after its move.
  */
 export async function moveEarlierIndexRows(db: Queryable, batch: number): Promise<number> {
-  const pks = (await rows(db, `SELECT DISTINCT audit_pk FROM audit_log_resources ORDER BY audit_pk LIMIT ${batch}`)).map((r) => num(r.audit_pk));
+  const counts = await rows(db, `SELECT audit_pk, COUNT(*) AS n FROM audit_log_resources GROUP BY audit_pk ORDER BY audit_pk LIMIT ${batch}`);
+  const pks: number[] = [];
+  let total = 0;
+  for (const c of counts) {
+    if (pks.length > 0 && total + num(c.n) > MOVE_ROWS_MAX) break;
+    pks.push(num(c.audit_pk));
+    total += num(c.n);
+  }
   if (pks.length === 0) return 0;
-  const old = await rows(
+  const list = placeholders(pks.length);
+  await exec(
     db,
-    `SELECT a.id, r.workspace_id, r.resource_id FROM audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk
-      WHERE r.audit_pk IN (${placeholders(pks.length)})`,
+    `INSERT IGNORE INTO audit_resources (audit_id, workspace_id, resource_id)
+       SELECT a.id, r.workspace_id, r.resource_id FROM audit_log_resources r JOIN audit_logs a ON a.pk = r.audit_pk
+        WHERE r.audit_pk IN (${list}) ORDER BY r.audit_pk, r.resource_id`,
     pks,
   );
-  if (old.length > 0)
-    await exec(
-      db,
-      `INSERT IGNORE INTO audit_resources (audit_id, workspace_id, resource_id) VALUES ${old.map(() => "(?, ?, ?)").join(", ")}`,
-      old.flatMap((r) => [String(r.id), optStr(r.workspace_id) ?? null, String(r.resource_id)]),
-    );
-  await exec(db, `DELETE FROM audit_log_resources WHERE audit_pk IN (${placeholders(pks.length)})`, pks);
+  await exec(db, `DELETE FROM audit_log_resources WHERE audit_pk IN (${list})`, pks);
   return pks.length;
 }

@@ -81,7 +81,7 @@ type Method = (...args: unknown[]) => unknown;
  * digest of every row of every table as of the snapshot with one as of now.
  * Last-used times are written behind, so they are flushed inside the window.
  */
-/** Append-only tables, and the ever-growing key that tells a new row. */
+/** Append-only tables, and a column whose MAX, with COUNT(*), tells that rows were added (audit ids start with their time). */
 const APPEND_ONLY: Record<string, string> = { audit_logs: "pk", audit_resources: "audit_id" };
 
 export class DataGuard {

@@ -1,15 +1,14 @@
 // Migration 0012 moved the audit log's resource index from audit_log_resources
 // (rows naming their record by audit_logs' pk) to audit_resources (by its id).
-// What was indexed before the upgrade is copied by the migration; what an
-// instance of an earlier version writes during a rolling upgrade is moved by the
-// audit sweep. Either way a record is found again by its resources, and the old
-// table empties itself.
+// What was indexed before the upgrade, and what instances of an earlier version
+// write during a rolling upgrade, stays where it is until the audit sweep moves
+// it; listAudit reads both tables, so a record is found by its resources before,
+// during and after its move, once each, and the old table empties itself.
 import type { PoolConnection, RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { newId } from "../../src/core/ids.js";
-import { sweepAuditLog } from "../../src/domain/audit/retention.js";
-import { type AuditRow, auditInserts, listAudit } from "../../src/storage/audit.js";
-import { migrate } from "../../src/storage/db.js";
+import { moveEarlierIndex, sweepAuditLog } from "../../src/domain/audit/retention.js";
+import { type AuditRow, auditInserts, listAudit, moveEarlierIndexRows } from "../../src/storage/audit.js";
 import { uid } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
 
@@ -37,8 +36,11 @@ describe("the audit resource index of an earlier version", () => {
       const record = auditInserts(r)[0];
       await conn.beginTransaction();
       await conn.query(record?.sql ?? "", [...(record?.params ?? [])]);
-      for (const resource of r.resources)
-        await conn.query("INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id) VALUES (LAST_INSERT_ID(), ?, ?)", [r.workspaceId, resource.id]);
+      // LAST_INSERT_ID() is the record's pk all along: audit_log_resources has no AUTO_INCREMENT.
+      await conn.query(
+        `INSERT INTO audit_log_resources (audit_pk, workspace_id, resource_id) VALUES ${r.resources.map(() => "(LAST_INSERT_ID(), ?, ?)").join(", ")}`,
+        r.resources.flatMap((x) => [r.workspaceId, x.id]),
+      );
       await conn.commit();
     } finally {
       conn.release();
@@ -69,20 +71,45 @@ describe("the audit resource index of an earlier version", () => {
       ])
     )[0].map((r) => `${r.audit_id} ${r.resource_id}`);
 
-  it("the migration copies what was indexed before it", async () => {
+  it("records an earlier version indexed are found by their resources before the sweep moves them, and after", async () => {
     const [a, b] = [uid("api_mig_a"), uid("api_mig_b")];
     const first = row([a, b]);
     const second = row([b]);
     await writeAsEarlierVersion(first);
     await writeAsEarlierVersion(second);
-    // Not found before the migration runs: this version reads audit_resources only.
-    expect(await found(b)).toEqual([]);
-    // As if upgrading from 0011: 0012 runs (again) on a database that has these rows.
-    await h.db.pool.query("DELETE FROM schema_migrations WHERE version = '0012_audit_resources'");
-    expect(await migrate(h.db.pool, () => undefined)).toEqual(["0012_audit_resources"]);
     expect(await found(a)).toEqual([first.id]);
     expect((await found(b)).sort()).toEqual([first.id, second.id].sort());
+    expect(await indexRows([a, b])).toEqual([]);
+
+    expect(await moveEarlierIndex(h.db.pool)).toBeGreaterThanOrEqual(2);
+    expect(await earlierRows([a, b])).toBe(0);
     expect(await indexRows([a, b])).toEqual([`${first.id} ${a}`, `${first.id} ${b}`, `${second.id} ${b}`].sort());
+    expect(await found(a)).toEqual([first.id]);
+    expect((await found(b)).sort()).toEqual([first.id, second.id].sort());
+  });
+
+  it("a record whose rows are in both tables (copied, the process gone before the delete) is found once, and moved again quietly", async () => {
+    const api = uid("api_both");
+    const r = row([api]);
+    await writeAsEarlierVersion(r);
+    await h.db.pool.query("INSERT INTO audit_resources (audit_id, workspace_id, resource_id) VALUES (?, ?, ?)", [r.id, h.workspaceId, api]);
+    expect(await found(api)).toEqual([r.id]);
+    await moveEarlierIndex(h.db.pool);
+    expect(await earlierRows([api])).toBe(0);
+    expect(await indexRows([api])).toEqual([`${r.id} ${api}`]);
+  });
+
+  it("a move takes whole records, and at most about 5,000 rows past the first record", async () => {
+    const big = row(Array.from({ length: 5_001 }, (_, i) => `${uid("api_big")}_${i}`));
+    const small = row([uid("api_small")]);
+    await writeAsEarlierVersion(big);
+    await writeAsEarlierVersion(small);
+    expect(await moveEarlierIndexRows(h.db.pool, 1_000)).toBe(1);
+    expect(await earlierRows(big.resources.map((x) => x.id))).toBe(0);
+    expect(await earlierRows([small.resources[0]?.id as string])).toBe(1);
+    expect(await indexRows(big.resources.map((x) => x.id))).toHaveLength(5_001);
+    expect(await moveEarlierIndexRows(h.db.pool, 1_000)).toBe(1);
+    expect(await moveEarlierIndexRows(h.db.pool, 1_000)).toBe(0);
   });
 
   it("the audit sweep moves what an earlier version wrote since, batch by batch; rows of deleted records go", async () => {
@@ -94,9 +121,9 @@ describe("the audit resource index of an earlier version", () => {
     const goneRecord = row([gone]);
     await writeAsEarlierVersion(goneRecord);
     await h.db.pool.query("DELETE FROM audit_logs WHERE id = ?", [goneRecord.id]);
-    expect(await found(ids[2] as string)).toEqual([]);
+    expect(await found(ids[2] as string)).toEqual([records[2]?.id]);
 
-    // Batches of 2 records: four rounds for the six. `before` 0: no record is old enough to delete.
+    // Batches of 2 records. `before` 0: no record is old enough to delete.
     expect(await sweepAuditLog(h.db.pool, 0, undefined, 2)).toBe(0);
 
     expect(await earlierRows([...ids, gone])).toBe(0);

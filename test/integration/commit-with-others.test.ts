@@ -1,11 +1,12 @@
-// sql.ts's commitWithOthers: changes asked for in one event-loop turn share a
-// round trip, and each still commits whole or not at all, its failure its own.
+// sql.ts's commitWithOthers: changes asked for in one event-loop turn (or while
+// two groups are at the database) share a round trip, and each still commits
+// whole or not at all, its failure its own.
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../../src/core/ids.js";
 import { auditInserts } from "../../src/storage/audit.js";
 import { openDatabase } from "../../src/storage/db.js";
-import { commitWithOthers, type Pool, type Statement } from "../../src/storage/sql.js";
+import { commitWithOthers, GROUP_WAIT_MAX_MS, type Pool, type Statement } from "../../src/storage/sql.js";
 import { expectOk, uid } from "../contract/shared/helpers.js";
 import { api } from "../fixtures.js";
 import { useHarness } from "../harness.js";
@@ -139,7 +140,7 @@ describe("commitWithOthers", () => {
     expect(await parents(ids)).toEqual([...ids].sort());
   });
 
-  it("changes asked for while two groups are at the database wait, and go together when one comes back", async () => {
+  it("changes asked for while two groups are at the database wait and go together: when one comes back, or after GROUP_WAIT_MAX_MS", async () => {
     const holder = await h.db.pool.getConnection();
     try {
       // Two groups kept at the database: each waits for a unique entry the holder has locked.
@@ -152,24 +153,68 @@ describe("commitWithOthers", () => {
       await holder.query("INSERT INTO commit_parent (id) VALUES (?), (?)", [x, y]);
       const later = Array.from({ length: 5 }, (_, i) => `${uid("later")}_${i}`);
       const turn = () => new Promise((r) => setImmediate(r));
+      const until = async (what: string, ok: () => boolean) => {
+        for (const started = Date.now(); !ok(); await new Promise((r) => setTimeout(r, 5)))
+          if (Date.now() - started > 10_000) throw new Error(`still waiting for ${what}`);
+      };
       const { value, trips } = await watched(h.db.pool, async (sent) => {
         const all = [commitWithOthers(h.db.pool, single(x))];
         await turn();
         all.push(commitWithOthers(h.db.pool, single(y)));
-        await turn();
-        // Each in a turn of its own: alone, each would be a round trip.
+        await until("the two held groups to be sent", () => sent.length === 2);
+        const waitingSince = Date.now();
+        // Each in a turn of its own: with a slot free, each would be a round trip.
         for (const id of later) {
           all.push(commitWithOthers(h.db.pool, single(id)));
           await turn();
         }
-        await new Promise((r) => setTimeout(r, 200));
+        const sentAtOnce = sent.length;
+        // The two groups stay held: the five go together when they have waited GROUP_WAIT_MAX_MS.
+        await until("the waiting changes to go anyway", () => sent.length === 3);
+        const waited = Date.now() - waitingSince;
+        await holder.rollback();
+        await Promise.all(all);
+        return { sentAtOnce, waited };
+      });
+      expect(value.sentAtOnce).toBe(2);
+      expect(value.waited).toBeGreaterThanOrEqual(GROUP_WAIT_MAX_MS - 10);
+      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 5]);
+      expect(await parents([x, y, ...later])).toEqual([x, y, ...later].sort());
+    } finally {
+      await holder.rollback().catch(() => undefined);
+      holder.release();
+    }
+  });
+
+  it("changes asked for while two groups are at the database go together when one comes back", async () => {
+    const holder = await h.db.pool.getConnection();
+    try {
+      // As above: two groups held on locked entries, their index gaps kept apart.
+      const held = uid("back");
+      const [x, y] = [`${held}_a`, `${held}_z`];
+      await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [`${held}_m`]);
+      await holder.beginTransaction();
+      await holder.query("INSERT INTO commit_parent (id) VALUES (?), (?)", [x, y]);
+      const later = Array.from({ length: 4 }, (_, i) => `${uid("back_later")}_${i}`);
+      const turn = () => new Promise((r) => setImmediate(r));
+      const { value, trips } = await watched(h.db.pool, async (sent) => {
+        const all = [commitWithOthers(h.db.pool, single(x))];
+        await turn();
+        all.push(commitWithOthers(h.db.pool, single(y)));
+        for (const started = Date.now(); sent.length < 2; await new Promise((r) => setTimeout(r, 5)))
+          if (Date.now() - started > 10_000) throw new Error("the two held groups were not sent");
+        for (const id of later) {
+          all.push(commitWithOthers(h.db.pool, single(id)));
+          await turn();
+        }
         const sentWhileHeld = sent.length;
+        // Released well before GROUP_WAIT_MAX_MS: the groups come back, and the four go with the first slot.
         await holder.rollback();
         await Promise.all(all);
         return sentWhileHeld;
       });
       expect(value).toBe(2);
-      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 5]);
+      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 4]);
       expect(await parents([x, y, ...later])).toEqual([x, y, ...later].sort());
     } finally {
       await holder.rollback().catch(() => undefined);

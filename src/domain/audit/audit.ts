@@ -104,8 +104,8 @@ export async function audited<T>(
 /**
  * A change made only of writes known in advance, committed with its record in
  * one round trip (sql.ts's commitInOneTrip), shared with the other such changes
- * made in the same event-loop turn (commitWithOthers): what `audited` does,
- * without a round trip per statement.
+ * made in the same event-loop turn or while earlier groups are at the database
+ * (commitWithOthers): what `audited` does, without a round trip per statement.
  */
 export async function auditedInOneTrip(
   deps: Pick<Deps, "pool" | "clock">,
