@@ -54,6 +54,12 @@ async function watched<T>(pool: Pool, fn: (trips: readonly string[]) => Promise<
   }
 }
 
+/** Polls until ok() holds; fails after 10 s. */
+async function until(what: string, ok: () => boolean): Promise<void> {
+  for (const started = Date.now(); !ok(); await new Promise((r) => setTimeout(r, 5)))
+    if (Date.now() - started > 10_000) throw new Error(`still waiting for ${what}`);
+}
+
 /** Commits the changes together; what each came to ("ok" or its error's code, in order), and the pool as watched. */
 async function commitAll(pool: Pool, changes: Statement[][]): Promise<{ outcomes: string; asked: number; trips: string[] }> {
   const { value, asked, trips } = await watched(pool, () => Promise.allSettled(changes.map((c) => commitWithOthers(pool, c))));
@@ -140,86 +146,70 @@ describe("commitWithOthers", () => {
     expect(await parents(ids)).toEqual([...ids].sort());
   });
 
-  it("changes asked for while two groups are at the database wait and go together: when one comes back, or after GROUP_WAIT_MAX_MS", async () => {
+  /**
+   * Keeps two groups at the database (each waits for a unique entry a holder has
+   * locked), then asks for `n` more changes, each in a turn of its own (with a slot
+   * free, each would be a round trip); `then` runs with the trips sent so far, and
+   * must end the hold (holder.rollback()). A committed row between the two held
+   * entries keeps their index gaps apart: once the holder's rows are gone, waiters
+   * in one merged gap would deadlock each other. Returns how many trips had gone
+   * when the n were asked for, what `then` returned, and every trip.
+   */
+  async function withTwoGroupsHeld<T>(n: number, then: (sent: readonly string[], holder: mysql.PoolConnection) => Promise<T>) {
     const holder = await h.db.pool.getConnection();
     try {
-      // Two groups kept at the database: each waits for a unique entry the holder has locked.
-      // A committed row between the two keeps their index gaps apart: once the holder's rows
-      // are gone, waiters in one merged gap would deadlock each other.
       const held = uid("held");
       const [x, y] = [`${held}_a`, `${held}_z`];
       await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [`${held}_m`]);
       await holder.beginTransaction();
       await holder.query("INSERT INTO commit_parent (id) VALUES (?), (?)", [x, y]);
-      const later = Array.from({ length: 5 }, (_, i) => `${uid("later")}_${i}`);
+      const later = Array.from({ length: n }, (_, i) => `${uid("later")}_${i}`);
       const turn = () => new Promise((r) => setImmediate(r));
-      const until = async (what: string, ok: () => boolean) => {
-        for (const started = Date.now(); !ok(); await new Promise((r) => setTimeout(r, 5)))
-          if (Date.now() - started > 10_000) throw new Error(`still waiting for ${what}`);
-      };
       const { value, trips } = await watched(h.db.pool, async (sent) => {
         const all = [commitWithOthers(h.db.pool, single(x))];
         await turn();
         all.push(commitWithOthers(h.db.pool, single(y)));
         await until("the two held groups to be sent", () => sent.length === 2);
-        const waitingSince = Date.now();
-        // Each in a turn of its own: with a slot free, each would be a round trip.
         for (const id of later) {
           all.push(commitWithOthers(h.db.pool, single(id)));
           await turn();
         }
         const sentAtOnce = sent.length;
-        // The two groups stay held: the five go together when they have waited GROUP_WAIT_MAX_MS.
-        await until("the waiting changes to go anyway", () => sent.length === 3);
-        const waited = Date.now() - waitingSince;
-        await holder.rollback();
+        const result = await then(sent, holder);
         await Promise.all(all);
-        return { sentAtOnce, waited };
+        return { sentAtOnce, result };
       });
-      expect(value.sentAtOnce).toBe(2);
-      expect(value.waited).toBeGreaterThanOrEqual(GROUP_WAIT_MAX_MS - 10);
-      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 5]);
       expect(await parents([x, y, ...later])).toEqual([x, y, ...later].sort());
+      return { ...value, trips };
     } finally {
       await holder.rollback().catch(() => undefined);
       holder.release();
     }
+  }
+
+  it("changes asked for while two groups are at the database wait, and go together after GROUP_WAIT_MAX_MS if both stay there", async () => {
+    const {
+      sentAtOnce,
+      result: waited,
+      trips,
+    } = await withTwoGroupsHeld(5, async (sent, holder) => {
+      const waitingSince = Date.now();
+      await until("the waiting changes to go anyway", () => sent.length === 3);
+      const waited = Date.now() - waitingSince;
+      await holder.rollback();
+      return waited;
+    });
+    expect(sentAtOnce).toBe(2);
+    // Measured from after the five were asked for: the wait began a little earlier.
+    expect(waited).toBeGreaterThanOrEqual(GROUP_WAIT_MAX_MS - 50);
+    expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 5]);
   });
 
   it("changes asked for while two groups are at the database go together when one comes back", async () => {
-    const holder = await h.db.pool.getConnection();
-    try {
-      // As above: two groups held on locked entries, their index gaps kept apart.
-      const held = uid("back");
-      const [x, y] = [`${held}_a`, `${held}_z`];
-      await h.db.pool.query("INSERT INTO commit_parent (id) VALUES (?)", [`${held}_m`]);
-      await holder.beginTransaction();
-      await holder.query("INSERT INTO commit_parent (id) VALUES (?), (?)", [x, y]);
-      const later = Array.from({ length: 4 }, (_, i) => `${uid("back_later")}_${i}`);
-      const turn = () => new Promise((r) => setImmediate(r));
-      const { value, trips } = await watched(h.db.pool, async (sent) => {
-        const all = [commitWithOthers(h.db.pool, single(x))];
-        await turn();
-        all.push(commitWithOthers(h.db.pool, single(y)));
-        for (const started = Date.now(); sent.length < 2; await new Promise((r) => setTimeout(r, 5)))
-          if (Date.now() - started > 10_000) throw new Error("the two held groups were not sent");
-        for (const id of later) {
-          all.push(commitWithOthers(h.db.pool, single(id)));
-          await turn();
-        }
-        const sentWhileHeld = sent.length;
-        // Released well before GROUP_WAIT_MAX_MS: the groups come back, and the four go with the first slot.
-        await holder.rollback();
-        await Promise.all(all);
-        return sentWhileHeld;
-      });
-      expect(value).toBe(2);
-      expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 4]);
-      expect(await parents([x, y, ...later])).toEqual([x, y, ...later].sort());
-    } finally {
-      await holder.rollback().catch(() => undefined);
-      holder.release();
-    }
+    // Released well before GROUP_WAIT_MAX_MS: the groups come back, and the four go with the first slot.
+    const { sentAtOnce, trips } = await withTwoGroupsHeld(4, (_, holder) => holder.rollback());
+    expect(sentAtOnce).toBe(2);
+    expect(trips.map((t) => t.split(";\n").length - 2)).toEqual([1, 1, 4]);
   });
 
   it("one failing change fails alone: the others commit, and none of its rows is left", async () => {
