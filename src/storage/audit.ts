@@ -27,6 +27,11 @@ export async function insertAudit(db: Queryable, r: AuditRow): Promise<void> {
   for (const s of auditInserts(r)) await exec(db, s.sql, s.params);
 }
 
+/** The index rows' INSERT for n resources, made once for each n (the same text each time: sql.ts remembers how it merges). */
+const indexSqls: string[] = [];
+const indexRowsSql = (n: number): string =>
+  (indexSqls[n] ??= `INSERT INTO audit_resources (audit_id, workspace_id, resource_id) VALUES ${Array.from({ length: n }, () => "(?, ?, ?)").join(", ")}`);
+
 /**
  * The record's INSERT and its resource index's (migration 0012: index rows name
  * their record by its id, which keyhold makes). Neither reads the other, so both
@@ -61,7 +66,7 @@ export function auditInserts(r: AuditRow): Statement[] {
   return [
     record,
     {
-      sql: `INSERT INTO audit_resources (audit_id, workspace_id, resource_id) VALUES ${ids.map(() => "(?, ?, ?)").join(", ")}`,
+      sql: indexRowsSql(ids.length),
       rows: true,
       params: ids.flatMap((id) => [r.id, workspaceId, id]),
     },

@@ -106,6 +106,18 @@ describe("commitWithOthers", () => {
     expect(await children(ids)).toEqual([...ids].sort());
   });
 
+  it("a statement marked rows that is not plain tuples (ON DUPLICATE KEY UPDATE) goes as it is, group after group", async () => {
+    const upsert = "INSERT INTO commit_parent (id) VALUES (?) ON DUPLICATE KEY UPDATE id = VALUES(id)";
+    for (let round = 0; round < 2; round++) {
+      const [a, b, c] = [uid("plain_a"), uid("upsert_b"), uid("plain_c")];
+      const rowsOf = (id: string): Statement[] => [{ ...(single(id)[0] as Statement), rows: true }];
+      const { outcomes, trips } = await commitAll(h.db.pool, [rowsOf(a), [{ sql: upsert, params: [b], rows: true }], rowsOf(c)]);
+      expect(outcomes).toBe("ok, ok, ok");
+      expect((trips[0] as string).split(";\n")).toEqual(["START TRANSACTION", "INSERT INTO commit_parent (id) VALUES (?), (?)", upsert, "COMMIT"]);
+      expect(await parents([a, b, c])).toEqual([a, b, c].sort());
+    }
+  });
+
   it("a LAST_INSERT_ID() read right after its own INSERT reads that INSERT's value, merged rows or not", async () => {
     const ids = Array.from({ length: 8 }, (_, i) => `${uid("last_id")}_${i}`);
     // As a key and its audit record: the merged INSERT (AUTO_INCREMENT) first, then a
