@@ -2,7 +2,7 @@
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyContentTypeParser, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
@@ -63,7 +63,19 @@ export const callerWorkspace = new WeakMap<FastifyRequest, string>();
 /** A header sent once; sent twice it is ambiguous, so the first is not silently picked. */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(", ") : v);
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/**
+ * The end of this event-loop turn, one promise shared by every request that asks
+ * in the same turn (one setImmediate a turn, not one a request); a request that
+ * asks while the turn's promise is being settled waits for the next one.
+ */
+let turnEnd: Promise<void> | undefined;
+const nextTurn = (): Promise<void> =>
+  (turnEnd ??= new Promise((resolve) =>
+    setImmediate(() => {
+      turnEnd = undefined;
+      resolve();
+    }),
+  ));
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
@@ -138,7 +150,12 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
     // over a 400 for an unparsable body: the caller learns nothing about the API
     // before authenticating (docs/auth.md, "Credentials first, body second, on every door").
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
+    const bodyLater: FastifyContentTypeParser = (_req, _payload, done) => done(null, undefined);
+    // application/json by name as well: Fastify remembers the parser of a media type
+    // it has found by name, but looks the catch-all up anew (parsing the header
+    // again) for every request.
+    app.addContentTypeParser("application/json", bodyLater);
+    app.addContentTypeParser("*", bodyLater);
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST like every other /v2 path).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
