@@ -14,15 +14,18 @@
 // BENCH_AB_SCENARIO picks the request: verifyJson (a hot key without limits,
 // the default), verifyLimit, verifyCredits, ratelimitLimit or createKey (a plain
 // key, one of the API's prefix). The builds share the database, so their
-// migrations must agree.
+// migrations must agree. BENCH_AB_REDIS_URL (say redis://127.0.0.1:6379) runs
+// every build with it as REDIS_URL (rate limits counted in Redis; its CPU is in
+// the stores' column when it runs here); without it, none uses Redis.
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { autocannon, type Figure, measured } from "./load.js";
-import { createRootKey, freshDatabase, localDatabasePid, log, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, post, root, startKeyhold, stop } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
+const REDIS_URL = process.env.BENCH_AB_REDIS_URL ?? "";
 const CONNECTIONS = 50;
 const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey"];
 
@@ -45,7 +48,7 @@ async function main() {
     // The first build migrates the database; the others find it done. Setup goes through the first.
     const builds: Array<{ checkout: string; base: string; pid: number; figures: Figure[] }> = [];
     for (const checkout of checkouts) {
-      const k = await startKeyhold({ DATABASE_URL, REDIS_URL: "" }, 0, [], checkout);
+      const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout);
       running.push(k.child);
       builds.push({ checkout, base: k.base, pid: k.child.pid as number, figures: [] });
     }
@@ -72,10 +75,14 @@ async function main() {
                 ),
               },
             ];
-    const storePids = [await localDatabasePid(DATABASE_URL)].filter((p): p is number => p !== undefined);
+    const storePids = [await localDatabasePid(DATABASE_URL), REDIS_URL === "" ? undefined : await localRedisPid(REDIS_URL)].filter(
+      (p): p is number => p !== undefined,
+    );
     const load = (b: (typeof builds)[number], seconds: number) =>
       autocannon({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS }, seconds);
-    log(`${SCENARIO}: ${builds.length} builds on CPU 0, loaded in turn from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`);
+    log(
+      `${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}: ${builds.length} builds on CPU 0, loaded in turn from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`,
+    );
     for (const b of builds) load(b, 2);
     for (let r = 0; r < ROUNDS; r++) {
       for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
@@ -88,7 +95,7 @@ async function main() {
     // The stores' columns only when the database runs on this machine (its pid readable).
     const store = (f: Figure) => f.storeCpuUsPerReq ?? Number.NaN;
     const withStore = storePids.length > 0;
-    console.log(`${SCENARIO}, medians of ${ROUNDS} rounds of ${SECONDS} s`);
+    console.log(`${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}, medians of ${ROUNDS} rounds of ${SECONDS} s`);
     console.log("build".padEnd(40), "req/s".padStart(8), "µs/req".padStart(8), withStore ? "store µs".padStart(9) : "");
     for (const b of builds) {
       const m = (f: (x: Figure) => number) => median(b.figures.map(f));
