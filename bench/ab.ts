@@ -29,6 +29,21 @@ const REDIS_URL = process.env.BENCH_AB_REDIS_URL ?? "";
 const CONNECTIONS = 50;
 const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey"];
 
+/**
+ * Whether a build counts its rate limits in Redis now: one that cannot reach it
+ * answers from local counters (200s all the same) and says "redis" among the
+ * degraded parts of /v2/liveness. Waits up to `waitMs` for it to come up.
+ */
+async function redisUp(base: string, waitMs: number): Promise<boolean> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const res = (await (await fetch(`${base}/v2/liveness`)).json()) as { data?: { degraded?: string[] } };
+    if (!(res.data?.degraded ?? []).includes("redis")) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
@@ -50,6 +65,7 @@ async function main() {
     for (const checkout of checkouts) {
       const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout);
       running.push(k.child);
+      if (REDIS_URL !== "" && !(await redisUp(k.base, 10_000))) throw new Error(`${checkout}: not using ${REDIS_URL} (degraded: redis)`);
       builds.push({ checkout, base: k.base, pid: k.child.pid as number, figures: [] });
     }
     const rk = createRootKey(DATABASE_URL, `bench_ab_${Date.now()}`);
@@ -92,6 +108,9 @@ async function main() {
       }
       log(`round ${r + 1} of ${ROUNDS}`);
     }
+    // A build that lost Redis during the rounds was measured on local counters.
+    for (const b of builds)
+      if (REDIS_URL !== "" && !(await redisUp(b.base, 0))) throw new Error(`${b.checkout}: Redis was lost during the rounds (degraded: redis)`);
     // The stores' columns only when the database runs on this machine (its pid readable).
     const store = (f: Figure) => f.storeCpuUsPerReq ?? Number.NaN;
     const withStore = storePids.length > 0;

@@ -3,7 +3,7 @@
 // connections. Each request carries a different key, so every verification
 // misses the server's cache. Prints one JSON line: rps, p50, p99 (ms), errors,
 // non2xx, ok, valid.
-//   node dist/bench/cold-load.js <url> <authorization|-> <keysFile> <workers> [<warmKey> <warmRequests>]
+//   node dist/bench/cold-load.js <url> <authorization|-> <keysFile> [<workers> [<warmKey> <warmRequests>]]
 // With a warm key (one the server has verified already, so a hit), the workers
 // first send warmRequests verifications of it, not counted: a fresh Node process
 // compiles its own HTTP client code during its first few thousand requests, and
@@ -14,7 +14,7 @@ import http from "node:http";
 
 const [url, auth, file, workersArg, warmKey, warmArg] = process.argv.slice(2);
 if (!url || !auth || !file || (warmKey !== undefined && !(Number(warmArg) >= 0))) {
-  process.stderr.write("usage: cold-load.js <url> <authorization|-> <keysFile> [workers] [<warmKey> <warmRequests>]\n");
+  process.stderr.write("usage: cold-load.js <url> <authorization|-> <keysFile> [<workers> [<warmKey> <warmRequests>]]\n");
   process.exit(2);
 }
 const workers = Number(workersArg ?? 50);
