@@ -2,16 +2,17 @@
 // service, mapped from the service descriptors. It calls the same operations as
 // Connect and gRPC, in-process, as plain function calls on the generated types.
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import type { FastifyContentTypeParser, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
 import type { Call, ServiceEntry } from "../services/types.js";
-import { ACCEPTED_ENCODINGS_HEADER, inflate, type RequestEncoding, readBody, readBodyNow, requestEncoding } from "../transport/body.js";
+import { ACCEPTED_ENCODINGS_HEADER, bodyReadByHandler, inflate, type RequestEncoding, readBody, readBodyNow, requestEncoding } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { parseJson } from "../transport/decode.js";
 import { metricsOf } from "../transport/metrics.js";
 import { HttpOrigin } from "../transport/origin.js";
+import { endOfTurn } from "../transport/turn.js";
 import { answered } from "./answered.js";
 import { checkBody } from "./json-check.js";
 import { shapeResponse } from "./json-response.js";
@@ -62,20 +63,6 @@ export const callerWorkspace = new WeakMap<FastifyRequest, string>();
 
 /** A header sent once; sent twice it is ambiguous, so the first is not silently picked. */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(", ") : v);
-
-/**
- * The end of this event-loop turn, one promise shared by every request that asks
- * in the same turn (one setImmediate a turn, not one a request); a request that
- * asks while the turn's promise is being settled waits for the next one.
- */
-let turnEnd: Promise<void> | undefined;
-const nextTurn = (): Promise<void> =>
-  (turnEnd ??= new Promise((resolve) =>
-    setImmediate(() => {
-      turnEnd = undefined;
-      resolve();
-    }),
-  ));
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
@@ -149,13 +136,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
     // without valid credentials costs no more than its headers, and a 401 wins
     // over a 400 for an unparsable body: the caller learns nothing about the API
     // before authenticating (docs/auth.md, "Credentials first, body second, on every door").
-    app.removeAllContentTypeParsers();
-    const bodyLater: FastifyContentTypeParser = (_req, _payload, done) => done(null, undefined);
-    // application/json by name as well: Fastify remembers the parser of a media type
-    // it has found by name, but looks the catch-all up anew (parsing the header
-    // again) for every request.
-    app.addContentTypeParser("application/json", bodyLater);
-    app.addContentTypeParser("*", bodyLater);
+    bodyReadByHandler(app, ["application/json"]);
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST like every other /v2 path).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
@@ -190,7 +171,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         // others finished in it, instead of one socket write per request as soon as
         // it is ready. Measured here on verifyKey: about 2x the requests/s and a
         // lower p99 at 50 connections; a lone request waits a few microseconds.
-        await nextTurn();
+        await endOfTurn();
         answered(req, reply, 200, metrics, route.path);
         reply.header("content-type", "application/json; charset=utf-8");
         return shaped.pagination === undefined

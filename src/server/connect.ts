@@ -29,7 +29,7 @@ import type { Deps } from "../domain/deps.js";
 import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
 import type { Call } from "../services/types.js";
-import { ACCEPTED_ENCODINGS_HEADER, bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
+import { ACCEPTED_ENCODINGS_HEADER, bodyReadByHandler, bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
 import { type Caller, invokeRpc } from "../transport/invoke.js";
@@ -239,8 +239,7 @@ export function connectDoor(deps: Deps, config: Config, services: ConnectService
     const byName = new Map(services.map((s) => [s.service.typeName, s]));
 
     // Nothing is read before the handler: it reads the body itself, after the credentials.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
+    bodyReadByHandler(app, ["application/json", "application/proto", "application/grpc-web+proto", "application/grpc-web"]);
 
     for (const handler of router.handlers) {
       const service = byName.get(handler.service.typeName) as ConnectService;

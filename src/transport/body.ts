@@ -8,6 +8,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
+import type { FastifyInstance } from "fastify";
 import { AppError } from "../core/errors.js";
 
 /** The Content-Encodings the HTTP doors accept (and Connect advertises for its answers). */
@@ -16,6 +17,20 @@ export type RequestEncoding = (typeof REQUEST_ENCODINGS)[number];
 
 /** The value of an Accept-Encoding header that tells a client what we take (RFC 7694). */
 export const ACCEPTED_ENCODINGS_HEADER = REQUEST_ENCODINGS.join(", ");
+
+/**
+ * Leaves every body of this Fastify scope to its handlers: no parser reads a
+ * byte, whatever the media type. `named` are the media types the door mostly
+ * sees, registered by name as well as under the catch-all: Fastify remembers
+ * the parser it found for a media type by name, but looks the catch-all up
+ * anew (parsing the header again) for every request.
+ */
+export function bodyReadByHandler(app: FastifyInstance, named: readonly string[]): void {
+  app.removeAllContentTypeParsers();
+  const later = (_req: unknown, _payload: unknown, done: (err: null, body: undefined) => void) => done(null, undefined);
+  for (const type of named) app.addContentTypeParser(type, later);
+  app.addContentTypeParser("*", later);
+}
 
 export const bodyTooLarge = (limit: number): AppError =>
   new AppError("err:user:bad_request:request_body_too_large", `The request body is larger than the server accepts (${limit} bytes).`);
