@@ -104,3 +104,53 @@ describe("RecordCache.unchangedSince", () => {
     expect(c.get("h3")).toBe(MISS);
   });
 });
+
+// A tag names one hash (a key's own `key:` tag) or many (an API's, a workspace's):
+// the first is held without a Set of its own, and both must drop exactly what they name.
+describe("RecordCache tags", () => {
+  const small = () => new RecordCache<{ v: number }>({ maxEntries: 3, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000 }, () => 10);
+
+  it("deleteTag drops the one record of a tag, and every record of a shared tag, and nothing else", () => {
+    const c = cache();
+    c.set("h1", { v: 1 }, ["key:1", "api:a"]);
+    c.set("h2", { v: 2 }, ["key:2", "api:a"]);
+    c.set("h3", { v: 3 }, ["key:3", "api:b"]);
+    c.deleteTag("key:2");
+    expect([c.get("h1"), c.get("h2"), c.get("h3")]).toEqual([{ v: 1 }, undefined, { v: 3 }]);
+    c.set("h2", { v: 2 }, ["key:2", "api:a"]);
+    c.deleteTag("api:a");
+    expect([c.get("h1"), c.get("h2"), c.get("h3")]).toEqual([undefined, undefined, { v: 3 }]);
+    c.deleteTag("api:b");
+    expect(c.get("h3")).toBeUndefined();
+  });
+
+  it("a record set again under the same tags is still dropped by them", () => {
+    const c = cache();
+    c.set("h1", { v: 1 }, ["key:1", "api:a"]);
+    c.set("h1", { v: 2 }, ["key:1", "api:a"]);
+    expect(c.get("h1")).toEqual({ v: 2 });
+    c.deleteTag("key:1");
+    expect(c.get("h1")).toBeUndefined();
+    c.set("h1", { v: 3 }, ["key:1", "api:a"]);
+    c.set("h1", { v: 4 }, ["key:1", "api:a"]);
+    c.deleteTag("api:a");
+    expect(c.get("h1")).toBeUndefined();
+  });
+
+  it("an evicted record leaves its tags: a later deleteTag drops only what is still held", () => {
+    const c = small();
+    c.set("h1", { v: 1 }, ["key:1", "api:a"]);
+    c.set("h2", { v: 2 }, ["key:2", "api:a"]);
+    c.set("h3", { v: 3 }, ["key:3", "api:a"]);
+    // A fourth record evicts the least recently used, h1; a new record under h1's own tag is not dropped for it.
+    c.set("h4", { v: 4 }, ["key:4", "api:b"]);
+    expect(c.get("h1")).toBeUndefined();
+    expect(c.stats.evictions).toBe(1);
+    c.set("h5", { v: 5 }, ["key:1", "api:b"]); // evicts h2
+    c.deleteTag("api:a"); // only h3 is left of api:a
+    expect([c.get("h3"), c.get("h4"), c.get("h5")]).toEqual([undefined, { v: 4 }, { v: 5 }]);
+    c.deleteTag("key:1");
+    expect(c.get("h5")).toBeUndefined();
+    expect(c.get("h4")).toEqual({ v: 4 });
+  });
+});

@@ -34,7 +34,13 @@ export interface CacheOptions {
 export class RecordCache<T extends object> {
   private readonly lru: LRUCache<string, Entry<T>>;
   private readonly misses: LRUCache<string, true>;
-  private readonly tags = new Map<string, Set<string>>();
+  /**
+   * The hashes set with each tag: the hash itself while it is the only one (a
+   * key's own `key:` tag, most identities' tags), a Set from the second on. A
+   * Set for every key's own tag was ~40% of a cached key's heap (1,095 bytes a
+   * key in all, measured with 200,000 records shaped like a key's).
+   */
+  private readonly tags = new Map<string, string | Set<string>>();
   /**
    * Counts invalidations. A database read takes it (`version`) before it starts,
    * and caches what it found only if nothing that could concern that record was
@@ -107,9 +113,10 @@ export class RecordCache<T extends object> {
     this.misses.delete(hash);
     this.lru.set(hash, { value, tags });
     for (const t of tags) {
-      let set = this.tags.get(t);
-      if (set === undefined) this.tags.set(t, (set = new Set()));
-      set.add(hash);
+      const members = this.tags.get(t);
+      if (members === undefined) this.tags.set(t, hash);
+      else if (typeof members !== "string") members.add(hash);
+      else if (members !== hash) this.tags.set(t, new Set([members, hash]));
     }
   }
 
@@ -166,10 +173,11 @@ export class RecordCache<T extends object> {
   /** Drops every record set with this tag (a key id, an API id, an identity id...). */
   deleteTag(tag: string): void {
     this.noteChange(`t${tag}`);
-    const set = this.tags.get(tag);
-    if (set === undefined) return;
+    const members = this.tags.get(tag);
+    if (members === undefined) return;
     this.tags.delete(tag);
-    for (const hash of set) this.lru.delete(hash);
+    if (typeof members === "string") this.lru.delete(members);
+    else for (const hash of members) this.lru.delete(hash);
   }
 
   clear(): void {
@@ -193,10 +201,14 @@ export class RecordCache<T extends object> {
 
   private untag(hash: string, tags: readonly string[]): void {
     for (const t of tags) {
-      const set = this.tags.get(t);
-      if (set === undefined) continue;
-      set.delete(hash);
-      if (set.size === 0) this.tags.delete(t);
+      const members = this.tags.get(t);
+      if (members === undefined) continue;
+      if (typeof members === "string") {
+        if (members === hash) this.tags.delete(t);
+      } else {
+        members.delete(hash);
+        if (members.size === 0) this.tags.delete(t);
+      }
     }
   }
 }

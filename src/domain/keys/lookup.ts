@@ -1,13 +1,17 @@
 // Key records for verification, through the LRU cache. A hot key costs no
 // database read; an unknown hash is remembered as a miss for a short while.
 import { MISS } from "../../cache/verification-cache.js";
+import { Interner } from "../../core/intern.js";
 import type { KeyDetails, KeyRecord } from "../../core/records.js";
 import { findLiveKeysByHashes } from "../../storage/keys.js";
 import type { Deps } from "../deps.js";
 import { outageOf } from "../outage.js";
 
+/** Workspace and API ids, and the tags made of them: one copy each for all the keys cached (src/core/intern.ts). */
+const shared = new Interner();
+
 export const keyTags = (k: KeyRecord): string[] => {
-  const tags = [`key:${k.id}`, `api:${k.apiId}`, `ws:${k.workspaceId}`];
+  const tags = [`key:${k.id}`, shared.of(`api:${k.apiId}`), shared.of(`ws:${k.workspaceId}`)];
   if (k.identity) tags.push(`identity:${k.identity.id}`);
   return tags;
 };
@@ -141,9 +145,9 @@ function toRecord(d: KeyDetails): KeyRecord {
   return {
     id: d.id,
     hash: d.hash,
-    workspaceId: d.workspaceId,
-    apiId: d.apiId,
-    keyAuthId: d.keyAuthId,
+    workspaceId: shared.of(d.workspaceId),
+    apiId: shared.of(d.apiId),
+    keyAuthId: shared.of(d.keyAuthId),
     name: d.name,
     meta: d.meta,
     metaSize: d.metaSize,
