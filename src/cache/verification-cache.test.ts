@@ -142,11 +142,11 @@ describe("RecordCache tags", () => {
     c.set("h1", { v: 1 }, ["key:1", "api:a"]);
     c.set("h2", { v: 2 }, ["key:2", "api:a"]);
     c.set("h3", { v: 3 }, ["key:3", "api:a"]);
-    // A fourth record evicts the least recently used, h1; a new record under h1's own tag is not dropped for it.
+    // A fourth record evicts the least recently used, h1, and takes it out of key:1 and api:a.
     c.set("h4", { v: 4 }, ["key:4", "api:b"]);
     expect(c.get("h1")).toBeUndefined();
     expect(c.stats.evictions).toBe(1);
-    c.set("h5", { v: 5 }, ["key:1", "api:b"]); // evicts h2
+    c.set("h5", { v: 5 }, ["key:1", "api:b"]); // key:1 now names h5 alone; h2 is evicted
     c.deleteTag("api:a"); // only h3 is left of api:a
     expect([c.get("h3"), c.get("h4"), c.get("h5")]).toEqual([undefined, { v: 4 }, { v: 5 }]);
     c.deleteTag("key:1");

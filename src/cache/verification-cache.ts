@@ -36,9 +36,9 @@ export class RecordCache<T extends object> {
   private readonly misses: LRUCache<string, true>;
   /**
    * The hashes set with each tag: the hash itself while it is the only one (a
-   * key's own `key:` tag, most identities' tags), a Set from the second on. A
-   * Set for every key's own tag was ~40% of a cached key's heap (1,095 bytes a
-   * key in all, measured with 200,000 records shaped like a key's).
+   * key's own `key:` tag, most identities' tags), a Set from the second on.
+   * Measured with 200,000 records shaped like a key's: 1,095 bytes of heap a
+   * cached key, 410 of them its tags, 152 of those the Set of its own `key:` tag.
    */
   private readonly tags = new Map<string, string | Set<string>>();
   /**

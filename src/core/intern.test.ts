@@ -1,4 +1,4 @@
-// The interner hands back the first copy of a string it has seen, and stays bounded.
+// The interner keeps one copy of each distinct string it is given, and stays bounded.
 import { describe, expect, it } from "vitest";
 import { Interner } from "./intern.js";
 
