@@ -20,7 +20,7 @@
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { autocannon, type Figure, measured } from "./load.js";
-import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, median, post, root, startKeyhold, stop } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -43,12 +43,6 @@ async function redisUp(base: string, waitMs: number): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 250));
   }
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 async function main() {
   const checkouts = [...process.argv.slice(2).map((d) => path.resolve(d)), root];

@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { type VerificationEvent, writeAnalytics } from "../src/storage/analytics.js";
 import { migrate, openDatabase } from "../src/storage/db.js";
-import { freshDatabase, log, post, root, startKeyhold, stop } from "./support.js";
+import { freshDatabase, log, median, post, root, startKeyhold, stop } from "./support.js";
 
 const EVENTS = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000);
 const ROUNDS = Number(process.env.BENCH_ANALYTICS_ROUNDS ?? 5);
@@ -36,11 +36,6 @@ function rng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-};
 
 function cli(args: string[], env: Record<string, string>): Record<string, unknown> {
   const out = execFileSync(process.execPath, [path.join(root, "bin", "keyhold.js"), ...args], {

@@ -28,7 +28,21 @@ import { VerifyKeyRequestSchema, VerifyKeyResponseSchema } from "../gen/keyhold/
 import { autocannon, ensureH2load, type Figure, h2load, measured } from "./load.js";
 import { formatSummary, summarizeProfile } from "./profile.js";
 import { runScale } from "./scale.js";
-import { createRootKey, freshDatabase, hasTaskset, here, localDatabasePid, localRedisPid, log, pinned, post, root, startKeyhold, stop } from "./support.js";
+import {
+  createRootKey,
+  freshDatabase,
+  hasTaskset,
+  here,
+  localDatabasePid,
+  localRedisPid,
+  log,
+  median,
+  pinned,
+  post,
+  root,
+  startKeyhold,
+  stop,
+} from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -78,12 +92,6 @@ interface Measurement extends Figure {
   baselineRps?: number;
   baselineCpuUsPerReq?: number;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** One gRPC call with grpc-js: h2load cannot see a gRPC status, so the bench checks the answer is VALID first. */
 function grpcVerifyOnce(port: number, key: string, auth: string): Promise<boolean> {

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
 import { type KeyOwner, seededKey, seedKeys } from "./seed-keys.js";
-import { freshDatabase } from "./support.js";
+import { freshDatabase, median } from "./support.js";
 
 export interface Figure {
   rps: number;
@@ -302,16 +302,11 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
 
 /** The median of each figure across runs (each median taken on its own: rps, p50 and p99 of different runs). */
 function sustainedFigure(runs: Figure[]): { median: Figure } {
-  const med = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const m = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-  };
   return {
     median: {
-      rps: med(runs.map((r) => r.rps)),
-      p50: Number(med(runs.map((r) => r.p50)).toFixed(2)),
-      p99: Number(med(runs.map((r) => r.p99)).toFixed(2)),
+      rps: median(runs.map((r) => r.rps)),
+      p50: Number(median(runs.map((r) => r.p50)).toFixed(2)),
+      p99: Number(median(runs.map((r) => r.p99)).toFixed(2)),
       errors: runs.reduce((a, r) => a + r.errors, 0),
       valid: runs.reduce((a, r) => a + (r.valid ?? 0), 0),
       requests: runs.reduce((a, r) => a + (r.requests ?? 0), 0),

@@ -27,6 +27,14 @@ export const hasTaskset = (() => {
 export const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] =>
   hasTaskset ? ["taskset", ["-c", String(cpu), cmd, ...args]] : [cmd, args];
 
+/** The median (the mean of the two middle values for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
 export async function freePort(): Promise<number> {
   const srv = net.createServer();
   await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
