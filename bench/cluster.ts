@@ -17,7 +17,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
-import { autocannonAsync, cpuMicros } from "./load.js";
+import { autocannonAsync } from "./load.js";
+import { cpuMicros } from "./proc-cpu.js";
 import { log, post, root, startKeyhold, stop } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);

@@ -9,8 +9,12 @@
 // compiles its own HTTP client code during its first few thousand requests, and
 // measured from a cold generator the first ~500 ms of a 2 s run came out slow
 // whatever the server did (bench/README.md, "Cold verification").
+// COLD_LOAD_PIDS=<server>[,<store>...]: the CPU those processes spend over the
+// timed part only (the warm-up left out) is printed too, a request:
+// cpuUsPerReq for the first, storeCpuUsPerReq for the rest together.
 import fs from "node:fs";
 import http from "node:http";
+import { cpuMicros } from "./proc-cpu.js";
 
 const [url, auth, file, workersArg, warmKey, warmArg] = process.argv.slice(2);
 if (!url || !auth || !file || (warmKey !== undefined && !(Number(warmArg) >= 0))) {
@@ -90,12 +94,26 @@ if (warmKey !== undefined) {
   valid = 0;
 }
 
+const [serverPid, ...storePids] = (process.env.COLD_LOAD_PIDS ?? "")
+  .split(",")
+  .filter((p) => p !== "")
+  .map(Number);
+const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
+const serverCpu0 = serverPid === undefined ? 0 : cpuMicros(serverPid);
+const storeCpu0 = cpuOf(storePids);
 const started = process.hrtime.bigint();
 await Promise.all(Array.from({ length: workers }, worker));
 const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+const cpu =
+  serverPid === undefined
+    ? {}
+    : {
+        cpuUsPerReq: (cpuMicros(serverPid) - serverCpu0) / keys.length,
+        ...(storePids.length > 0 ? { storeCpuUsPerReq: (cpuOf(storePids) - storeCpu0) / keys.length } : {}),
+      };
 agent.destroy();
 const sorted = times.subarray(0, timed).sort();
 const pct = (q: number) => (sorted.length === 0 ? 0 : Number((sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * q) / 100))] ?? 0).toFixed(2)));
 process.stdout.write(
-  `${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), errors, non2xx, ok, valid })}\n`,
+  `${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), errors, non2xx, ok, valid, ...cpu })}\n`,
 );

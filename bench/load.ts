@@ -5,6 +5,7 @@ import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { cpuMicros } from "./proc-cpu.js";
 import { log, pinned, root } from "./support.js";
 
 /** One measured window: what the load generator saw and what the server spent. */
@@ -24,21 +25,6 @@ export interface Figure {
    * counters cost them, on the other core, beside the load generator.
    */
   storeCpuUsPerReq?: number;
-}
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** utime+stime of a process in µs (fields 14 and 15 of /proc/<pid>/stat; the name in field 2 may hold spaces). */
-export function cpuMicros(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
 type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq">;

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
 import { type KeyOwner, seededKey, seedKeys } from "./seed-keys.js";
-import { freshDatabase, median } from "./support.js";
+import { freshDatabase, localDatabasePid, localRedisPid, median } from "./support.js";
 
 export interface Figure {
   rps: number;
@@ -24,6 +24,9 @@ export interface Figure {
   ok?: number;
   valid?: number;
   requests?: number;
+  /** Of the miss path: keyhold's CPU a verification over the timed part (µs), and the database's and Redis's together when they run here. */
+  cpuUsPerReq?: number;
+  storeCpuUsPerReq?: number;
 }
 
 export interface Helpers {
@@ -95,7 +98,8 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     return runJson(cmd, args).then(toFigure);
   };
   // Where its figures are used, the generator first warms up on a key the server has just verified (not timed): see cold-load.ts.
-  const coldLoad = (url: string, auth: string, keys: string[], workers: number, warmKey?: string): Promise<Figure> => {
+  // With `pids` ([keyhold, ...stores]), the CPU each spends a verification over the timed part (cold-load.ts reads it).
+  const coldLoad = (url: string, auth: string, keys: string[], workers: number, warmKey?: string, pids?: number[]): Promise<Figure> => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-cold-")), "keys.txt");
     fs.writeFileSync(file, `${keys.join("\n")}\n`);
     const [cmd, args] = pin(1, process.execPath, [
@@ -106,7 +110,9 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
       String(workers),
       ...(warmKey === undefined ? [] : [warmKey, String(COLD_WARM_REQUESTS)]),
     ]);
-    return runJson(cmd, args).finally(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+    return runJson(cmd, args, pids === undefined ? undefined : { ...process.env, COLD_LOAD_PIDS: pids.join(",") }).finally(() =>
+      fs.rmSync(path.dirname(file), { recursive: true, force: true }),
+    );
   };
 
   // A fresh database on the same server.
@@ -114,6 +120,10 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
   const { name: dbName, url } = database;
   const env = { DATABASE_URL: url };
   const redis = process.env.REDIS_URL ? " (REDIS_URL passed to every instance)" : "";
+  // The database's (and Redis's) CPU beside keyhold's on the miss path, when they run on this machine.
+  const storePids = [await localDatabasePid(url), process.env.REDIS_URL ? await localRedisPid(process.env.REDIS_URL) : undefined].filter(
+    (p): p is number => p !== undefined,
+  );
   h.log(`scale: fresh database ${dbName}${redis}`);
   const running = new Set<ChildProcess>();
   const start = async (extra: Record<string, string>, cpu: number | null) => {
@@ -188,6 +198,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     const sanity = await h.post(big.base, "keys.verifyKey", { key: seededKey(seed, 0) }, rk);
     if (sanity.valid !== true) throw new Error(`a seeded key does not verify: ${JSON.stringify(sanity)}`);
     const hitBody = JSON.stringify({ key: seededKey(seed, 0) });
+    const cpuPids = big.child.pid === undefined ? undefined : [big.child.pid, ...storePids];
     const measure = async (from: number, to: number): Promise<{ hit: Figure; miss: Figure; cold: string[]; rest: string[] }> => {
       // Cold keys: a random sample of keys never verified before.
       const idx = Int32Array.from({ length: to - from }, (_, i) => from + i);
@@ -201,7 +212,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
       const rest = Array.from(idx.subarray(COLD, COLD + MEMORY_KEYS), (i) => seededKey(seed, i));
       await autocannon(big.base + verifyPath, hitBody, auth, 1, 50, 1);
       const hit = await autocannon(big.base + verifyPath, hitBody, auth, HIT_SECONDS, 50, 1);
-      const miss = await coldLoad(big.base + verifyPath, auth, cold, 50, seededKey(seed, 0));
+      const miss = await coldLoad(big.base + verifyPath, auth, cold, 50, seededKey(seed, 0), cpuPids);
       return { hit, miss, cold, rest };
     };
     h.log(`scale: ${SMALL} keys: hit path (${HIT_SECONDS} s) and miss path (${COLD} cold keys)`);
@@ -237,7 +248,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     h.log(`scale: miss path sustained: ${memKeys.length} more cold keys in ${SUSTAINED_RUNS} runs (they also fill the cache)`);
     const sustainedRuns: Figure[] = [];
     for (let i = 0; i < memKeys.length; i += runSize)
-      sustainedRuns.push(await coldLoad(big.base + verifyPath, auth, memKeys.slice(i, i + runSize), 50, seededKey(seed, 0)));
+      sustainedRuns.push(await coldLoad(big.base + verifyPath, auth, memKeys.slice(i, i + runSize), 50, seededKey(seed, 0), cpuPids));
     const sustained = sustainedRuns.length === 0 ? undefined : sustainedFigure(sustainedRuns);
     await new Promise((r) => setTimeout(r, 1000));
     const verifiedFull = 1 + small.cold.length + large.cold.length + memKeys.length;
@@ -260,6 +271,10 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
 
     const f = (x: Figure) => `${x.rps.toFixed(0).padStart(6)} req/s  p50 ${String(x.p50).padStart(5)} ms  p99 ${String(x.p99).padStart(5)} ms`;
     const r = (x: number) => x.toFixed(2);
+    const cpu = (x: Figure) =>
+      x.cpuUsPerReq === undefined
+        ? ""
+        : `; CPU a verification: keyhold ${x.cpuUsPerReq.toFixed(0)} µs${x.storeCpuUsPerReq === undefined ? "" : `, stores ${x.storeCpuUsPerReq.toFixed(0)} µs`}`;
     const lines = [
       "",
       `scale (fresh database, ${os.cpus().length} CPUs):`,
@@ -267,13 +282,13 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
         `  -- on ${os.cpus().length} cores the instances, load generators and database share the CPUs: this measures the machine, not keyhold${redis}`,
       `  hit  ${String(SMALL).padStart(8)} keys ${f(small.hit)}`,
       `  hit  ${String(LARGE).padStart(8)} keys ${f(large.hit)}   ${r(growth.ratio.hitRps)}x rps, ${r(growth.ratio.hitP99)}x p99 of ${SMALL}`,
-      `  miss ${String(SMALL).padStart(8)} keys ${f(small.miss)}   (${COLD} cold keys, valid ${small.miss.valid})`,
-      `  miss ${String(LARGE).padStart(8)} keys ${f(large.miss)}   ${r(growth.ratio.missRps)}x rps, ${r(growth.ratio.missP99)}x p99 of ${SMALL}  (valid ${large.miss.valid})`,
+      `  miss ${String(SMALL).padStart(8)} keys ${f(small.miss)}   (${COLD} cold keys, valid ${small.miss.valid}${cpu(small.miss)})`,
+      `  miss ${String(LARGE).padStart(8)} keys ${f(large.miss)}   ${r(growth.ratio.missRps)}x rps, ${r(growth.ratio.missP99)}x p99 of ${SMALL}  (valid ${large.miss.valid}${cpu(large.miss)})`,
       ...(sustained === undefined
         ? []
         : [
             `  miss ${String(LARGE).padStart(8)} keys ${f(sustained.median)}   sustained: median of ${sustainedRuns.length} runs of ${runSize} cold keys` +
-              ` (req/s ${sustainedRuns.map((x) => x.rps.toFixed(0)).join(" / ")}; p99 ${sustainedRuns.map((x) => x.p99).join(" / ")} ms; valid ${sustained.median.valid} of ${memKeys.length})` +
+              ` (req/s ${sustainedRuns.map((x) => x.rps.toFixed(0)).join(" / ")}; p99 ${sustainedRuns.map((x) => x.p99).join(" / ")} ms; valid ${sustained.median.valid} of ${memKeys.length}${cpu(sustained.median)})` +
               `  target ≥5,000/s, p99 < 20 ms ${sustained.median.rps >= 5_000 && sustained.median.p99 < 20 ? "met" : "MISSED"}`,
           ]),
       `  seeding     ${Math.round(smallRate)} keys/s (${SMALL}), ${Math.round(largeRate)} keys/s (up to ${LARGE})`,
@@ -310,14 +325,22 @@ function sustainedFigure(runs: Figure[]): { median: Figure } {
       errors: runs.reduce((a, r) => a + r.errors, 0),
       valid: runs.reduce((a, r) => a + (r.valid ?? 0), 0),
       requests: runs.reduce((a, r) => a + (r.requests ?? 0), 0),
+      ...medianOf(runs, "cpuUsPerReq"),
+      ...medianOf(runs, "storeCpuUsPerReq"),
     },
   };
 }
 
+/** { [field]: the median of the runs' values } when every run has the field, else {}. */
+function medianOf(runs: Figure[], field: "cpuUsPerReq" | "storeCpuUsPerReq"): Partial<Figure> {
+  const values = runs.map((r) => r[field]);
+  return values.every((v): v is number => v !== undefined) ? { [field]: median(values) } : {};
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: a child process's JSON output, read field by field by the caller
-function runJson(cmd: string, args: string[]): Promise<any> {
+function runJson(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<any> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"], env });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.once("error", reject);
