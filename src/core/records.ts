@@ -57,11 +57,25 @@ export interface KeyDetails extends KeyRecord {
   recoverable: boolean;
 }
 
+/**
+ * What a cached key costs in heap, roughly: what CACHE_MAX_BYTES counts (the
+ * cache adds the hash it is filed under). Calibrated on records shaped as the
+ * miss path makes them (ids shared through its interner), 20,000 of a shape in
+ * a RecordCache with their tags, `gc()` before and after, on Node 20 under
+ * vitest (src/domain/keys/record-size.test.ts): 807-817 bytes of heap a plain
+ * key with its hash (798-805 measured end to end, docs/caching.md), 1,088 with
+ * five permissions and two roles, 1,087 with two limits, 1,372 with an identity
+ * (a one-field meta, one limit), 989 with a name and a four-field meta. A parsed
+ * meta takes about 2.5 times its JSON's length; a short string about its length
+ * and 30 bytes. The estimate before (a base of 400, a meta at its JSON's length)
+ * counted 0.55-0.58 of it there, so a cache bounded by bytes took nearly twice
+ * what it was set to.
+ */
 export const keyRecordSize = (k: KeyRecord): number =>
-  400 +
-  k.metaSize +
-  (k.name?.length ?? 0) +
-  k.permissions.reduce((n, p) => n + p.length + 16, 0) +
-  k.roles.reduce((n, r) => n + r.length + 16, 0) +
-  (k.ratelimits.length + (k.identity?.ratelimits.length ?? 0)) * 120 +
-  (k.identity ? 200 + JSON.stringify(k.identity.meta ?? {}).length : 0);
+  760 +
+  Math.ceil(k.metaSize * 2.5) +
+  (k.name === undefined ? 0 : k.name.length + 24) +
+  k.permissions.reduce((n, p) => n + p.length + 32, 0) +
+  k.roles.reduce((n, r) => n + r.length + 32, 0) +
+  (k.ratelimits.length + (k.identity?.ratelimits.length ?? 0)) * 140 +
+  (k.identity ? 300 + k.identity.externalId.length + Math.ceil(JSON.stringify(k.identity.meta ?? {}).length * 2.5) : 0);

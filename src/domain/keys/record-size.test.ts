@@ -1,0 +1,75 @@
+// keyRecordSize (what CACHE_MAX_BYTES counts) against the heap a cached key really
+// takes: records shaped as the miss path makes them, each with fresh strings as a
+// database row brings them, put in a RecordCache with their tags, the heap read
+// with gc() before and after.
+import { randomBytes } from "node:crypto";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { RecordCache } from "../../cache/verification-cache.js";
+import { type KeyRecord, keyRecordSize, type RatelimitConfig } from "../../core/records.js";
+import { keyTags } from "./lookup.js";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+/** A copy of `s` of its own, as each database row brings its strings. */
+const fresh = (s: string): string => Buffer.from(s).toString();
+const id = (prefix: string) => fresh(`${prefix}${randomBytes(12).toString("hex").slice(0, 16)}`);
+const limit = (): RatelimitConfig => ({ id: id("rl_"), name: fresh("requests"), limit: 100, duration: 60_000, autoApply: true });
+const SHAPES = ["plain", "permissions and roles", "two limits", "an identity", "a name and meta"] as const;
+type Shape = (typeof SHAPES)[number];
+
+function record(shape: Shape, i: number): KeyRecord {
+  const metaText = shape === "a name and meta" ? JSON.stringify({ plan: "pro", userId: `user_${i}`, tier: 3, flags: ["a", "b"] }) : undefined;
+  return {
+    id: id("key_"),
+    hash: fresh(randomBytes(32).toString("base64")),
+    workspaceId: fresh("ws_AAAAAAAAAAAAAAAA"),
+    apiId: fresh("api_BBBBBBBBBBBBBBBB"),
+    keyAuthId: fresh("ks_CCCCCCCCCCCCCCCC"),
+    name: shape === "a name and meta" ? fresh(`customer key ${i}`) : undefined,
+    meta: metaText === undefined ? undefined : (JSON.parse(fresh(metaText)) as Record<string, unknown>),
+    metaSize: metaText?.length ?? 0,
+    expires: undefined,
+    enabled: true,
+    limitedCredits: false,
+    refill: undefined,
+    lastRefillAt: Date.now(),
+    identity:
+      shape === "an identity"
+        ? { id: id("id_"), externalId: fresh(`user_${i}`), meta: JSON.parse(fresh('{"plan":"pro"}')) as Record<string, unknown>, ratelimits: [limit()] }
+        : undefined,
+    ratelimits: shape === "two limits" ? [limit(), limit()] : [],
+    permissions: shape === "permissions and roles" ? ["api.*.verify_key", "documents.read", "documents.write", "billing.read", "admin"].map(fresh) : [],
+    roles: shape === "permissions and roles" ? ["reader", "writer"].map(fresh) : [],
+  };
+}
+
+describe("keyRecordSize", () => {
+  it.each(SHAPES)("is within 0.85-1.4 times the heap a cached key takes: %s", (shape) => {
+    const N = 20_000;
+    // Made before the first reading: the cache's own arrays (sized by its entry bound) and the shared ids.
+    const cache = new RecordCache<KeyRecord>({ maxEntries: N, maxBytes: Number.MAX_SAFE_INTEGER, ttlMs: 3_600_000, negativeTtlMs: 2_000 }, keyRecordSize);
+    const warm = record(shape, -1);
+    cache.set(warm.hash, warm, keyTags(warm));
+    cache.delete(warm.hash);
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    let estimate = 0;
+    for (let i = 0; i < N; i++) {
+      const r = record(shape, i);
+      cache.set(r.hash, r, keyTags(r));
+      estimate += keyRecordSize(r) + r.hash.length;
+    }
+    gc();
+    gc();
+    const heap = (process.memoryUsage().heapUsed - before) / N;
+    // The cache is used after the reading, so that it is not collected before it.
+    expect(cache.size).toBe(N);
+    const ratio = estimate / N / heap;
+    expect(ratio, `estimate ${Math.round(estimate / N)} bytes a key, heap ${Math.round(heap)}`).toBeGreaterThanOrEqual(0.85);
+    expect(ratio, `estimate ${Math.round(estimate / N)} bytes a key, heap ${Math.round(heap)}`).toBeLessThanOrEqual(1.4);
+  });
+});
