@@ -59,17 +59,19 @@ export interface KeyDetails extends KeyRecord {
 
 /**
  * What a cached key costs in heap, roughly: what CACHE_MAX_BYTES counts (the
- * cache adds the hash it is filed under). Calibrated on records shaped as the
- * miss path makes them (ids shared through its interner), 20,000 of a shape in
- * a RecordCache with their tags, `gc()` before and after, on Node 20 under
- * vitest (src/domain/keys/record-size.test.ts): 807-817 bytes of heap a plain
- * key with its hash (798-805 measured end to end, docs/caching.md), 1,088 with
- * five permissions and two roles, 1,087 with two limits, 1,372 with an identity
- * (a one-field meta, one limit), 989 with a name and a four-field meta. A parsed
- * meta takes about 2.5 times its JSON's length; a short string about its length
- * and 30 bytes. The estimate before (a base of 400, a meta at its JSON's length)
- * counted 0.55-0.58 of it there, so a cache bounded by bytes took nearly twice
- * what it was set to.
+ * cache adds the hash it is filed under). Measured on records shaped as the
+ * miss path makes them (ids shared as lookup.ts shares them), 20,000 of a shape
+ * in a RecordCache with their tags, `gc()` before and after, on Node 20
+ * (src/domain/keys/record-size.test.ts): 677-680 bytes of heap a plain key with
+ * its hash, 968 with five permissions and two roles, 967 with two limits, 1,252
+ * with an identity (a one-field meta, one limit), 869 with a name and a
+ * four-field meta. End to end a plain key took 798-805 (docs/caching.md), more
+ * than the model: the base is set to that. A parsed meta takes about 2.5 times
+ * its JSON's length; a short string about its length and 30 bytes. So this
+ * counts 1.03-1.18 of the model's heap; the estimate before (a base of 400, a
+ * meta at its JSON's length) counted 0.60-0.71 of it and ~0.55 of a plain
+ * key's end to end, so a cache bounded by bytes took up to twice what it was
+ * set to.
  */
 export const keyRecordSize = (k: KeyRecord): number =>
   760 +

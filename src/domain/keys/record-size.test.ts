@@ -7,6 +7,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { RecordCache } from "../../cache/verification-cache.js";
+import { Interner } from "../../core/intern.js";
 import { type KeyRecord, keyRecordSize, type RatelimitConfig } from "../../core/records.js";
 import { keyTags } from "./lookup.js";
 
@@ -15,6 +16,8 @@ const gc = runInNewContext("gc") as () => void;
 
 /** A copy of `s` of its own, as each database row brings its strings. */
 const fresh = (s: string): string => Buffer.from(s).toString();
+/** The workspace, API and key-space ids shared, as the miss path's toRecord shares them (lookup.ts). */
+const shared = new Interner();
 const id = (prefix: string) => fresh(`${prefix}${randomBytes(12).toString("hex").slice(0, 16)}`);
 const limit = (): RatelimitConfig => ({ id: id("rl_"), name: fresh("requests"), limit: 100, duration: 60_000, autoApply: true });
 const SHAPES = ["plain", "permissions and roles", "two limits", "an identity", "a name and meta"] as const;
@@ -25,9 +28,9 @@ function record(shape: Shape, i: number): KeyRecord {
   return {
     id: id("key_"),
     hash: fresh(randomBytes(32).toString("base64")),
-    workspaceId: fresh("ws_AAAAAAAAAAAAAAAA"),
-    apiId: fresh("api_BBBBBBBBBBBBBBBB"),
-    keyAuthId: fresh("ks_CCCCCCCCCCCCCCCC"),
+    workspaceId: shared.of(fresh("ws_AAAAAAAAAAAAAAAA")),
+    apiId: shared.of(fresh("api_BBBBBBBBBBBBBBBB")),
+    keyAuthId: shared.of(fresh("ks_CCCCCCCCCCCCCCCC")),
     name: shape === "a name and meta" ? fresh(`customer key ${i}`) : undefined,
     meta: metaText === undefined ? undefined : (JSON.parse(fresh(metaText)) as Record<string, unknown>),
     metaSize: metaText?.length ?? 0,
