@@ -13,7 +13,7 @@ export interface IdentityRecord {
   id: string;
   externalId: string;
   meta: Record<string, unknown> | undefined;
-  ratelimits: RatelimitConfig[];
+  ratelimits: readonly RatelimitConfig[];
 }
 
 export interface Refill {
@@ -40,10 +40,18 @@ export interface KeyRecord {
   /** When the last refill ran (or the key was created), Unix ms. */
   lastRefillAt: number;
   identity: IdentityRecord | undefined;
-  ratelimits: RatelimitConfig[];
-  permissions: string[];
-  roles: string[];
+  ratelimits: readonly RatelimitConfig[];
+  permissions: readonly string[];
+  roles: readonly string[];
 }
+
+/**
+ * One frozen empty list for every record without roles, permissions or limits
+ * (most keys): three empty arrays of its own were ~95 bytes of a cached key's
+ * heap (680 -> 592 bytes a plain key in record-size.test.ts's model).
+ * Frozen, so that a write to it throws rather than reach every record.
+ */
+export const NONE: readonly never[] = Object.freeze([]);
 
 /** Everything getKey/listKeys return about a key. */
 export interface KeyDetails extends KeyRecord {
@@ -60,21 +68,21 @@ export interface KeyDetails extends KeyRecord {
 /**
  * What a cached key costs in heap, roughly: what CACHE_MAX_BYTES counts (the
  * cache adds the hash it is filed under). Measured on records shaped as the
- * miss path makes them (ids shared as lookup.ts shares them), 20,000 of a shape
- * in a RecordCache with their tags, `gc()` before and after, on Node 20
- * (src/domain/keys/record-size.test.ts): 677-680 bytes of heap a plain key with
- * its hash, 968 with five permissions and two roles, 967 with two limits, 1,252
- * with an identity (a one-field meta, one limit), 869 with a name and a
- * four-field meta. End to end a plain key took 798-805 (docs/caching.md), more
- * than the model: the base is set to that. A parsed meta takes about 2.5 times
- * its JSON's length; a short string about its length and 30 bytes. So this
- * counts 1.03-1.18 of the model's heap; the estimate before (a base of 400, a
- * meta at its JSON's length) counted 0.60-0.71 of it and ~0.55 of a plain
- * key's end to end, so a cache bounded by bytes took up to twice what it was
- * set to.
+ * miss path makes them (ids shared as lookup.ts shares them, empty lists as
+ * NONE), 20,000 of a shape in a RecordCache with their tags, `gc()` before and
+ * after, on Node 20 (src/domain/keys/record-size.test.ts): 592 bytes of heap a
+ * plain key with its hash, 936 with five permissions and two roles, 903 with
+ * two limits, 1,155 with an identity (a one-field meta, one limit), 773 with a
+ * name and a four-field meta. End to end a plain key took 798-805 bytes before
+ * NONE (docs/caching.md), ~120 more than the model then (680): the base is set
+ * for that. A parsed meta takes about 2.5 times its JSON's length; a short
+ * string about its length and 30 bytes. So this counts 1.05-1.22 of the model's
+ * heap; the estimate before (a base of 400, a meta at its JSON's length)
+ * counted ~0.55 of a plain key's heap end to end, so a cache bounded by bytes
+ * took up to twice what it was set to.
  */
 export const keyRecordSize = (k: KeyRecord): number =>
-  760 +
+  680 +
   Math.ceil(k.metaSize * 2.5) +
   (k.name === undefined ? 0 : k.name.length + 24) +
   k.permissions.reduce((n, p) => n + p.length + 32, 0) +

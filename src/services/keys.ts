@@ -59,8 +59,9 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
         code: out.code,
         keyId: k.id,
         enabled: k.enabled,
-        permissions: k.permissions,
-        roles: k.roles,
+        // The cached record's own lists (NONE when empty), not copies: an answer is only read.
+        permissions: k.permissions as string[],
+        roles: k.roles as string[],
         ratelimits: out.ratelimits.map((r) => ({ ...r, limit: big(r.limit), duration: big(r.duration), reset: big(r.reset), remaining: big(r.remaining) })),
       };
       if (k.name) res.name = k.name;

@@ -52,8 +52,9 @@ export function toKeyResponse(k: KeyView): Init<typeof KeyResponseDataSchema> {
     ...(k.updatedAt ? { updatedAt: big(k.updatedAt) } : {}),
     ...(k.lastUsedAt ? { lastUsedAt: big(k.lastUsedAt) } : {}),
     ...(k.expires !== undefined ? { expires: big(k.expires) } : {}),
-    permissions: k.permissions,
-    roles: k.roles,
+    // The key's own lists (NONE when empty, core/records.ts), not copies: an answer is only read.
+    permissions: k.permissions as string[],
+    roles: k.roles as string[],
     ...(k.remaining !== undefined ? { credits: toCredits(k.remaining, k.refill) } : {}),
     ...(k.identity ? { identity: toIdentity(k.identity) } : {}),
     ratelimits: k.ratelimits.map(toRatelimit),

@@ -1,4 +1,4 @@
-import type { IdentityRecord, KeyDetails, RatelimitConfig } from "../core/records.js";
+import { type IdentityRecord, type KeyDetails, NONE, type RatelimitConfig } from "../core/records.js";
 import {
   exec,
   groupBy,
@@ -158,9 +158,9 @@ function toDetails(r: Row): KeyRow {
     createdAt: num(r.created_at_m),
     updatedAt: optNum(r.updated_at_m),
     identity: undefined,
-    ratelimits: [],
-    permissions: [],
-    roles: [],
+    ratelimits: NONE,
+    permissions: NONE,
+    roles: NONE,
   };
   return {
     details,

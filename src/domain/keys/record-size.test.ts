@@ -8,7 +8,7 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { RecordCache } from "../../cache/verification-cache.js";
 import { Interner } from "../../core/intern.js";
-import { type KeyRecord, keyRecordSize, type RatelimitConfig } from "../../core/records.js";
+import { type KeyRecord, keyRecordSize, NONE, type RatelimitConfig } from "../../core/records.js";
 import { keyTags } from "./lookup.js";
 
 setFlagsFromString("--expose-gc");
@@ -43,9 +43,10 @@ function record(shape: Shape, i: number): KeyRecord {
       shape === "an identity"
         ? { id: id("id_"), externalId: fresh(`user_${i}`), meta: JSON.parse(fresh('{"plan":"pro"}')) as Record<string, unknown>, ratelimits: [limit()] }
         : undefined,
-    ratelimits: shape === "two limits" ? [limit(), limit()] : [],
-    permissions: shape === "permissions and roles" ? ["api.*.verify_key", "documents.read", "documents.write", "billing.read", "admin"].map(fresh) : [],
-    roles: shape === "permissions and roles" ? ["reader", "writer"].map(fresh) : [],
+    // Empty lists as the miss path leaves them (storage/keys.ts): the one shared NONE.
+    ratelimits: shape === "two limits" ? [limit(), limit()] : NONE,
+    permissions: shape === "permissions and roles" ? ["api.*.verify_key", "documents.read", "documents.write", "billing.read", "admin"].map(fresh) : NONE,
+    roles: shape === "permissions and roles" ? ["reader", "writer"].map(fresh) : NONE,
   };
 }
 
