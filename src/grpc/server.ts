@@ -6,7 +6,7 @@
 // grpc-status-details-bin (as keyhold.v2.ErrorDetail and google.rpc.ErrorInfo)
 // and, for convenience, in `error-code` metadata; field errors also travel
 // there as google.rpc.BadRequest, by proto path.
-import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { type Http2Server, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream, sensitiveHeaders } from "node:http2";
 import { create, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AnySchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -56,10 +56,44 @@ const wellFormed = (s: string): string => s.replace(/[\ud800-\udbff](?![\udc00-\
 
 type GrpcStatus = Parameters<grpc.ServerInterceptingCallInterface["sendStatus"]>[0];
 
+/** A success's trailers: only the request id differs from call to call. */
+const PER_CALL = ["request-id"] as const;
+/** An error's: its message and details (which quote the request id) too. */
+const PER_ERROR = ["request-id", "grpc-message", "grpc-status-details-bin"] as const;
+
+/**
+ * The trailers of a call, whose per-call values go as HPACK literals "never
+ * indexed" (Node's sensitiveHeaders): indexed, every call's new request id took
+ * an entry of the connection's dynamic table and pushed older ones out, the
+ * constant headers of later answers among them. Measured in a bare grpc-js
+ * server (h2load, 50 streams, 8 interleaved rounds, per-round ratios, 2026-11-30):
+ * a new request id in every call's trailers, 1.15x the CPU a call of none
+ * (median; 1.03-1.18 in the middle rounds); never indexed, 1.02x. In keyhold
+ * (verifyKey, this build and the one before on CPU 0 loaded at once from CPU 1,
+ * 9 rounds of 3 s): calls/s x1.06, CPU a call x0.94 (medians). grpc-js copies
+ * trailers with clone() and sends toHttp2Headers() of the copy, so both keep the
+ * list; test/integration/grpc-trailers-hpack.test.ts reads it off the wire.
+ */
+class CallTrailers extends grpc.Metadata {
+  constructor(private readonly unindexed: readonly string[]) {
+    super();
+  }
+  override clone(): CallTrailers {
+    const copy = new CallTrailers(this.unindexed);
+    copy.merge(this);
+    return copy;
+  }
+  override toHttp2Headers(): OutgoingHttpHeaders {
+    const headers = super.toHttp2Headers();
+    (headers as Record<symbol, unknown>)[sensitiveHeaders] = this.unindexed;
+    return headers;
+  }
+}
+
 function statusOf(err: unknown): GrpcStatus {
   const ce = ConnectError.from(err);
   const message = wellFormed(ce.rawMessage);
-  const metadata = new grpc.Metadata();
+  const metadata = new CallTrailers(PER_ERROR);
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (detail) {
     metadata.set("error-code", detail.code);
@@ -174,7 +208,8 @@ function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<strin
         status = statusOf(toConnectError(own, options.docsBase, requestId));
       } else if (codeOf(status) === undefined) {
         // The request id in the trailers, as every error of ours has it (successes included).
-        const metadata = status.metadata ?? new grpc.Metadata();
+        const metadata = new CallTrailers(status.code === grpc.status.OK ? PER_CALL : PER_ERROR);
+        if (status.metadata) metadata.merge(status.metadata);
         metadata.set("request-id", requestId);
         status = { ...status, metadata };
       }
