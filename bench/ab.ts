@@ -12,14 +12,26 @@
 // seconds apart, round by round, they do not drift apart.
 //
 // BENCH_AB_SCENARIO picks the request: verifyJson (a hot key without limits,
-// the default), verifyLimit, verifyCredits, ratelimitLimit or createKey (a plain
-// key, one of the API's prefix). The builds share the database, so their
+// the default), verifyLimit, verifyCredits, ratelimitLimit, createKey (a plain
+// key, one of the API's prefix) or verifyGrpc (verifyJson's key over gRPC,
+// loaded with h2load). The builds share the database, so their
 // migrations must agree. BENCH_AB_REDIS_URL (say redis://127.0.0.1:6379) runs
 // every build with it as REDIS_URL (rate limits counted in Redis; its CPU is in
 // the stores' column when it runs here); without it, none uses Redis.
+//
+// BENCH_AB_TOGETHER=1 loads every build at once instead, each from its own load
+// generator on CPU 1, so that the builds share CPU 0 through the same seconds:
+// a slow phase of the machine (on 2026-11-30 the bare route's CPU a request
+// doubled for a round, then came back) lands on all of them alike. Each build's
+// CPU a request is read over its own load; the stores' column is left out,
+// since their CPU cannot be split between the builds. On that machine, the
+// same two builds of the gRPC door (bench/README.md): loaded in turn, CPU a
+// call ×0.80-1.27 round to round; together, ×0.90-1.06.
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
-import { autocannon, type Figure, measured } from "./load.js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
+import { autocannon, autocannonAsync, ensureH2load, type Figure, h2load, h2loadAsync, measured, measuredAsync } from "./load.js";
 import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, median, post, root, startKeyhold, stop } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
@@ -27,7 +39,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
 const REDIS_URL = process.env.BENCH_AB_REDIS_URL ?? "";
 const CONNECTIONS = 50;
-const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey"];
+const TOGETHER = process.env.BENCH_AB_TOGETHER === "1";
+const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
 
 /**
  * Whether a build counts its rate limits in Redis now: one that cannot reach it
@@ -50,17 +63,21 @@ async function main() {
     console.error(`usage: npm run bench:ab -- <checkout> [<checkout>…]   (BENCH_AB_SCENARIO: ${SCENARIOS.join(", ")})`);
     process.exit(2);
   }
+  if (SCENARIO === "verifyGrpc" && !ensureH2load()) {
+    console.error("verifyGrpc needs h2load: apt-get install nghttp2-client");
+    process.exit(2);
+  }
   const db = await freshDatabase("keyhold_bench_ab");
   const DATABASE_URL = db.url;
   const running: ChildProcess[] = [];
   try {
     // The first build migrates the database; the others find it done. Setup goes through the first.
-    const builds: Array<{ checkout: string; base: string; pid: number; figures: Figure[] }> = [];
+    const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[] }> = [];
     for (const checkout of checkouts) {
       const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout);
       running.push(k.child);
       if (REDIS_URL !== "" && !(await redisUp(k.base, 10_000))) throw new Error(`${checkout}: not using ${REDIS_URL} (degraded: redis)`);
-      builds.push({ checkout, base: k.base, pid: k.child.pid as number, figures: [] });
+      builds.push({ checkout, base: k.base, grpcPort: k.grpcPort, pid: k.child.pid as number, figures: [] });
     }
     const rk = createRootKey(DATABASE_URL, `bench_ab_${Date.now()}`);
     const first = builds[0] as (typeof builds)[number];
@@ -88,18 +105,39 @@ async function main() {
     const storePids = [await localDatabasePid(DATABASE_URL), REDIS_URL === "" ? undefined : await localRedisPid(REDIS_URL)].filter(
       (p): p is number => p !== undefined,
     );
+    // gRPC: h2load counts HTTP statuses only, so the key is checked to verify once first.
+    const grpcMessage = SCENARIO === "verifyGrpc" ? toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: body.key as string })) : undefined;
+    if (grpcMessage !== undefined && (await post(first.base, "keys.verifyKey", body, rk)).valid !== true) throw new Error("the key does not verify");
+    const http = (b: (typeof builds)[number]) => ({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS });
+    const grpc = (b: (typeof builds)[number], message: Uint8Array) => ({
+      port: b.grpcPort,
+      path: "/keyhold.v2.KeysService/VerifyKey",
+      message,
+      auth: `Bearer ${rk}`,
+      connections: CONNECTIONS,
+    });
     const load = (b: (typeof builds)[number], seconds: number) =>
-      autocannon({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS }, seconds);
+      grpcMessage === undefined ? autocannon(http(b), seconds) : h2load(grpc(b, grpcMessage), seconds);
+    const loadAsync = (b: (typeof builds)[number], seconds: number) =>
+      grpcMessage === undefined ? autocannonAsync(http(b), seconds, 1) : h2loadAsync(grpc(b, grpcMessage), seconds);
+    const check = (b: (typeof builds)[number], f: Figure) => {
+      if (f.non2xx > 0 || f.errors > 0) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
+      b.figures.push(f);
+    };
     log(
-      `${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}: ${builds.length} builds on CPU 0, loaded in turn from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`,
+      `${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}: ${builds.length} builds on CPU 0, loaded ${TOGETHER ? "together" : "in turn"} from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`,
     );
     for (const b of builds) load(b, 2);
     for (let r = 0; r < ROUNDS; r++) {
-      for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
-        const f = measured(b.pid, () => load(b, SECONDS), storePids);
-        if (f.non2xx > 0 || f.errors > 0) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
-        b.figures.push(f);
-      }
+      if (TOGETHER) {
+        const figures = await Promise.all(builds.map((b) => measuredAsync(b.pid, () => loadAsync(b, SECONDS))));
+        for (const [i, b] of builds.entries()) check(b, figures[i] as Figure);
+      } else
+        for (const b of r % 2 === 0 ? builds : [...builds].reverse())
+          check(
+            b,
+            measured(b.pid, () => load(b, SECONDS), storePids),
+          );
       log(`round ${r + 1} of ${ROUNDS}`);
     }
     // A build that lost Redis during the rounds was measured on local counters.
@@ -107,8 +145,10 @@ async function main() {
       if (REDIS_URL !== "" && !(await redisUp(b.base, 0))) throw new Error(`${b.checkout}: Redis was lost during the rounds (degraded: redis)`);
     // The stores' columns only when the database runs on this machine (its pid readable).
     const store = (f: Figure) => f.storeCpuUsPerReq ?? Number.NaN;
-    const withStore = storePids.length > 0;
-    console.log(`${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}, medians of ${ROUNDS} rounds of ${SECONDS} s`);
+    const withStore = storePids.length > 0 && !TOGETHER;
+    console.log(
+      `${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}, medians of ${ROUNDS} rounds of ${SECONDS} s${TOGETHER ? ", builds loaded together" : ""}`,
+    );
     console.log("build".padEnd(40), "req/s".padStart(8), "µs/req".padStart(8), withStore ? "store µs".padStart(9) : "");
     for (const b of builds) {
       const m = (f: (x: Figure) => number) => median(b.figures.map(f));

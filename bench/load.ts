@@ -41,6 +41,18 @@ export function measured(serverPid: number, load: () => Load, storePids: readonl
   return { ...f, cpuUsPerReq: perReq(spent), ...(storePids.length > 0 ? { storeCpuUsPerReq: perReq(storeSpent) } : {}) };
 }
 
+/**
+ * `measured` for a load that runs beside others (bench/ab.ts, BENCH_AB_TOGETHER):
+ * the server's CPU over its own window; no stores' CPU, which no one build's load
+ * could be told from the others' by.
+ */
+export async function measuredAsync(serverPid: number, load: () => Promise<Load>): Promise<Figure> {
+  const before = cpuMicros(serverPid);
+  const f = await load();
+  const spent = cpuMicros(serverPid) - before;
+  return { ...f, cpuUsPerReq: f.requests > 0 ? spent / f.requests : Number.NaN };
+}
+
 export interface HttpLoad {
   url: string;
   body: string;
@@ -93,10 +105,11 @@ export function autocannon(l: HttpLoad, seconds: number, amount?: number): Load 
   return toLoad(out, seconds, amount);
 }
 
-/** autocannon for `seconds`, not pinned and not waited for: several can run at once (one per instance). */
-export function autocannonAsync(l: HttpLoad, seconds: number): Promise<Load & { ok: number }> {
+/** autocannon for `seconds`, not waited for: several can run at once (one per instance); on `cpu` when given, else not pinned. */
+export function autocannonAsync(l: HttpLoad, seconds: number, cpu?: number): Promise<Load & { ok: number }> {
+  const [cmd, a] = cpu === undefined ? [process.execPath, autocannonArgs(l, seconds)] : pinned(cpu, process.execPath, autocannonArgs(l, seconds));
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, autocannonArgs(l, seconds), { maxBuffer: 64 << 20 }, (err, stdout) => {
+    execFile(cmd, a, { maxBuffer: 64 << 20 }, (err, stdout) => {
       if (err) return reject(err);
       try {
         resolve(toLoad(JSON.parse(stdout), seconds));
@@ -144,40 +157,65 @@ export interface GrpcLoad {
   connections: number;
 }
 
+/** h2load's command line for `seconds` of `l`, its message frame and log in `dir`. */
+function h2loadArgs(l: GrpcLoad, seconds: number, dir: string): string[] {
+  // One gRPC message frame: no compression, 4-byte big-endian length, the message.
+  const frame = Buffer.alloc(5 + l.message.length);
+  frame.writeUInt32BE(l.message.length, 1);
+  Buffer.from(l.message).copy(frame, 5);
+  fs.writeFileSync(path.join(dir, "body"), frame);
+  const args = ["-c", String(l.connections), "-m", "1", "-t", "1", "-D", String(seconds), "-d", path.join(dir, "body")];
+  args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `--log-file=${path.join(dir, "log")}`);
+  if (l.auth) args.push("-H", `authorization: ${l.auth}`);
+  args.push(`http://127.0.0.1:${l.port}${l.path}`);
+  return args;
+}
+
+/** What h2load printed (`out`) and logged (in `dir`), as a Load. */
+function h2loadResult(out: string, seconds: number, dir: string): Load {
+  const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
+  const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
+  const errored = Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
+  const non2xx = Number(
+    /status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx/
+      .exec(out)
+      ?.slice(1)
+      .reduce((s, x) => s + Number(x), 0) ?? 0,
+  );
+  const times = fs
+    .readFileSync(path.join(dir, "log"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => Number(line.split("\t")[2]) / 1000)
+    .filter((x) => Number.isFinite(x))
+    .sort((x, y) => x - y);
+  const pct = (q: number) => times[Math.min(times.length - 1, Math.floor((times.length * q) / 100))] ?? 0;
+  return { rps: done / seconds, p50: pct(50), p99: pct(99), requests: done, errors: failed + errored, non2xx };
+}
+
 /** h2load for `seconds` with one gRPC message per request; on CPU 1. Warm up with a short call first. */
 export function h2load(l: GrpcLoad, seconds: number): Load {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-"));
   try {
-    // One gRPC message frame: no compression, 4-byte big-endian length, the message.
-    const frame = Buffer.alloc(5 + l.message.length);
-    frame.writeUInt32BE(l.message.length, 1);
-    Buffer.from(l.message).copy(frame, 5);
-    fs.writeFileSync(path.join(dir, "body"), frame);
-    const args = ["-c", String(l.connections), "-m", "1", "-t", "1", "-D", String(seconds), "-d", path.join(dir, "body")];
-    args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `--log-file=${path.join(dir, "log")}`);
-    if (l.auth) args.push("-H", `authorization: ${l.auth}`);
-    args.push(`http://127.0.0.1:${l.port}${l.path}`);
-    const [cmd, a] = pinned(1, "h2load", args);
-    const out = execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString();
-    const done = Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0);
-    const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
-    const errored = Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
-    const non2xx = Number(
-      /status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx/
-        .exec(out)
-        ?.slice(1)
-        .reduce((s, x) => s + Number(x), 0) ?? 0,
-    );
-    const times = fs
-      .readFileSync(path.join(dir, "log"), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => Number(line.split("\t")[2]) / 1000)
-      .filter((x) => Number.isFinite(x))
-      .sort((x, y) => x - y);
-    const pct = (q: number) => times[Math.min(times.length - 1, Math.floor((times.length * q) / 100))] ?? 0;
-    return { rps: done / seconds, p50: pct(50), p99: pct(99), requests: done, errors: failed + errored, non2xx };
+    const [cmd, a] = pinned(1, "h2load", h2loadArgs(l, seconds, dir));
+    return h2loadResult(execFileSync(cmd, a, { maxBuffer: 16 << 20 }).toString(), seconds, dir);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** h2load as above, not waited for: several can run at once (bench/ab.ts, BENCH_AB_TOGETHER). */
+export function h2loadAsync(l: GrpcLoad, seconds: number): Promise<Load> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-"));
+  const [cmd, a] = pinned(1, "h2load", h2loadArgs(l, seconds, dir));
+  return new Promise<Load>((resolve, reject) => {
+    execFile(cmd, a, { maxBuffer: 16 << 20 }, (err, stdout) => {
+      if (err) return reject(err);
+      try {
+        resolve(h2loadResult(stdout, seconds, dir));
+      } catch (e) {
+        reject(e);
+      }
+    });
+  }).finally(() => fs.rmSync(dir, { recursive: true, force: true }));
 }
