@@ -62,9 +62,14 @@ const frame = (type: number, flags: number, stream: number, payload: Buffer): Bu
   return Buffer.concat([head, payload]);
 };
 
-/** A header block of literals without indexing, new names (every length here is under 127). */
+/** A header block of literals without indexing, new names; every length must fit HPACK's 7-bit prefix. */
 const literals = (headers: [string, string][]): Buffer =>
-  Buffer.concat(headers.map(([n, v]) => Buffer.concat([Buffer.from([0, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v)])));
+  Buffer.concat(
+    headers.map(([n, v]) => {
+      if (n.length > 126 || v.length > 126) throw new Error(`${n}: too long for this client's encoder`);
+      return Buffer.concat([Buffer.from([0, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v)]);
+    }),
+  );
 
 /** One connection; each call is a unary VerifyKey on the next stream. Resolves with the call's last header block (its trailers). */
 class RawClient {
