@@ -86,7 +86,7 @@ describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
     expect(missing).toEqual([]);
   });
 
-  it("saves a full-page screenshot to test-results/docs.png", { timeout: 120_000 }, async () => {
+  it("saves a full-page screenshot to test-results/docs.png", { timeout: 180_000 }, async () => {
     // Scalar draws a section when it is scrolled to, so the rest (the models) are
     // scrolled to as well. Scrolled from the page rather than with a locator: a
     // placeholder Scalar has hidden (a collapsed group) would never become visible
@@ -100,7 +100,10 @@ describe.runIf(browserTestsRun("/docs"))("API reference page at /docs", () => {
     await page.getByRole("heading", { name: title, level: 1 }).scrollIntoViewIfNeeded();
     await page.getByRole("heading", { name: title, level: 1 }).waitFor({ state: "visible" });
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    // The page is ~400 px an operation tall: on a slow machine under CI's load the
+    // full-page capture alone passed Playwright's default 30 s (2026-11-30), the
+    // page drawn and its fonts loaded.
+    await page.screenshot({ path: SCREENSHOT, fullPage: true, timeout: 90_000 });
     const png = readFileSync(SCREENSHOT);
     expect(png.subarray(1, 4).toString()).toBe("PNG");
     // IHDR: width and height, big-endian, at bytes 16 and 20.
