@@ -162,104 +162,213 @@ interface DoorOptions {
   bodyLimitBytes: number;
 }
 
+type Listener = Parameters<grpc.ServerInterceptingCallInterface["start"]>[0];
+
+/** What every call's door shares: set once for the server. */
+interface Door {
+  deps: Deps;
+  options: DoorOptions;
+  metrics: ReturnType<typeof metricsOf>;
+}
+
+/** The door's call on grpc-js's own call below it (see DoorCall): statuses grpc-js sends by itself pass through the door too. */
+const kDoorCall = Symbol("keyhold.doorCall");
+type BaseCall = grpc.ServerInterceptingCallInterface & { [kDoorCall]?: DoorCall };
+
+/**
+ * Put as `sendStatus` on grpc-js's call below the door: every status of the
+ * call passes here, those grpc-js sends by itself included (a message too
+ * large, a deadline), which go straight to that call, never through the calls
+ * above it. One function for every call, not a closure a call.
+ */
+function sendStatusThroughDoor(this: BaseCall, status: GrpcStatus): void {
+  (this[kDoorCall] as DoorCall).finish(status);
+}
+
 /**
  * The door of every keyhold call on this port (health and other services pass
  * through): the root key is checked from the metadata alone, before grpc-js
  * starts reading the message (it reads only once the metadata is handed on), a
  * repeated `authorization` is refused, every answer carries `request-id` in its
  * trailers, and every call is logged and counted once with its final status.
- * Measured here on a hot verifyKey (grpc-js load, 50 callers): 68 µs of server
- * CPU a call against 61 before the door, median of 7 interleaved rounds; the
- * request id in the trailers is about 5 µs of that (a build without it, 69 vs 74
- * in another run). Runs here vary by about ±5 µs.
+ *
+ * It is its own intercepting call, and the listener of the call below it: one
+ * object a call with its methods on the prototype. grpc-js's generic
+ * ServerInterceptingCall (which this replaced) builds a responder, a listener
+ * wrapper and a closure for every event of every call, for responders that may
+ * answer later; the door answers at once, but for a root key that is not
+ * cached, and until it hands the metadata on nothing is read, so there is
+ * nothing to hold back meanwhile. Measured in bench/README.md ("The gRPC
+ * door's own call").
  */
+class DoorCall implements grpc.ServerInterceptingCallInterface {
+  readonly requestId = newRequestId();
+  private readonly started = performance.now();
+  /** What the handler is handed on the metadata. */
+  readonly prepared: Prepared;
+  private above: Listener | undefined;
+  private cancelled = false;
+  private recorded = false;
+  /** grpc-js's own sendStatus of the call below. */
+  private readonly sendBelow: (status: GrpcStatus) => void;
+
+  constructor(
+    private readonly door: Door,
+    private readonly next: BaseCall,
+    private readonly path: string,
+    private readonly operation: string,
+  ) {
+    this.prepared = { requestId: this.requestId, caller: { error: undefined }, handling: false };
+    this.sendBelow = next.sendStatus;
+    next[kDoorCall] = this;
+    next.sendStatus = sendStatusThroughDoor;
+  }
+
+  // The call, as the handler above sees it.
+
+  start(listener: Listener): void {
+    this.above = listener;
+    this.next.start(this);
+  }
+  sendMetadata(metadata: grpc.Metadata): void {
+    this.next.sendMetadata(metadata);
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: grpc-js's own signature
+  sendMessage(message: any, callback: () => void): void {
+    this.next.sendMessage(message, callback);
+  }
+  sendStatus(status: GrpcStatus): void {
+    this.next.sendStatus(status);
+  }
+  startRead(): void {
+    this.next.startRead();
+  }
+  getPeer(): string {
+    return this.next.getPeer();
+  }
+  getDeadline(): grpc.Deadline {
+    return this.next.getDeadline();
+  }
+  getHost(): string {
+    return this.next.getHost();
+  }
+  getAuthContext(): ReturnType<grpc.ServerInterceptingCallInterface["getAuthContext"]> {
+    return this.next.getAuthContext();
+  }
+  getConnectionInfo(): ReturnType<grpc.ServerInterceptingCallInterface["getConnectionInfo"]> {
+    return this.next.getConnectionInfo();
+  }
+  getMetricsRecorder(): ReturnType<grpc.ServerInterceptingCallInterface["getMetricsRecorder"]> {
+    return this.next.getMetricsRecorder();
+  }
+
+  // The listener of the call below.
+
+  onReceiveMetadata(metadata: grpc.Metadata): void {
+    if (this.cancelled) return;
+    // A root key in the cache is admitted in this turn, without a promise (as on the JSON door).
+    let found: Principal | RootKeyMiss;
+    try {
+      found = authenticateCached(this.door.deps, singleMetadataAuthorization(metadata.get("authorization")));
+    } catch (err) {
+      this.refuse(err);
+      return;
+    }
+    if (found instanceof RootKeyMiss) {
+      lookupRootKey(this.door.deps, found)
+        .then(
+          (principal) => this.admit(metadata, principal),
+          (err) => this.refuse(err),
+        )
+        .catch((err) => this.fail(err));
+      return;
+    }
+    try {
+      this.admit(metadata, found);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: grpc-js's own signature
+  onReceiveMessage(message: any): void {
+    if (!this.cancelled) this.above?.onReceiveMessage(message);
+  }
+  onReceiveHalfClose(): void {
+    if (!this.cancelled) this.above?.onReceiveHalfClose();
+  }
+  /** The client went away (or the call ended): counted once, as cancelled if nothing was sent. */
+  onCancel(): void {
+    this.cancelled = true;
+    this.record(grpc.status.CANCELLED, undefined);
+    this.above?.onCancel();
+  }
+
+  /** The caller is known: the metadata goes up, and the handler above starts reading the message. */
+  private admit(metadata: grpc.Metadata, principal: Principal): void {
+    if (this.cancelled) return;
+    const ua = metadata.get("user-agent")[0];
+    principal.origin = new GrpcOrigin(this.requestId, this.next.getPeer(), typeof ua === "string" ? ua : undefined);
+    this.prepared.caller = { principal };
+    (metadata as PreparedMetadata)[kPrepared] = this.prepared;
+    this.above?.onReceiveMetadata(metadata);
+  }
+
+  // Nothing here may throw out of a promise: an unhandled rejection would end the process.
+  private refuse(err: unknown): void {
+    const { deps, options } = this.door;
+    void rpcError(deps, options.docsBase, this.path, err, this.requestId)
+      .then((ce) => this.sendStatus(statusOf(ce)))
+      .catch((e) => this.fail(e));
+  }
+  private fail(err: unknown): void {
+    this.door.deps.log.error({ err, requestId: this.requestId, rpc: this.path }, "unexpected error");
+    this.sendStatus(statusOf(toConnectError(new AppError("err:svc:application:unexpected_error"), this.door.options.docsBase, this.requestId)));
+  }
+
+  /** Every status of the call, ours and grpc-js's own: the request id in its trailers, recorded, then sent. */
+  finish(status: GrpcStatus): void {
+    const { deps, options } = this.door;
+    const own = ownStatus(status, this.prepared.handling, options.bodyLimitBytes);
+    if (own !== undefined && codeOf(status) === undefined) {
+      if (own.code === "err:svc:application:unexpected_error")
+        deps.log.error({ requestId: this.requestId, rpc: this.path, details: status.details }, "unexpected error");
+      status = statusOf(toConnectError(own, options.docsBase, this.requestId));
+    } else if (codeOf(status) === undefined) {
+      // The request id in the trailers, as every error of ours has it (successes included).
+      const metadata = new CallTrailers(status.code === grpc.status.OK ? PER_CALL : PER_ERROR);
+      if (status.metadata) metadata.merge(status.metadata);
+      metadata.set("request-id", this.requestId);
+      status = { ...status, metadata };
+    }
+    const detail = codeOf(status);
+    this.record(status.code, typeof detail === "string" ? detail : undefined);
+    this.sendBelow.call(this.next, status);
+  }
+
+  private record(status: number, detailCode: string | undefined): void {
+    if (this.recorded) return;
+    this.recorded = true;
+    const spec = detailCode === undefined ? undefined : catalog[detailCode as keyof typeof catalog];
+    recordRequest(this.door.deps.log, this.door.metrics, {
+      door: "grpc",
+      operation: this.operation,
+      requestId: this.requestId,
+      status: grpc.status[status] ?? String(status),
+      httpStatus: spec?.status ?? (status === grpc.status.OK ? 200 : codeToHttpStatus(status as Code)),
+      ms: performance.now() - this.started,
+    });
+  }
+}
+
+const codeOf = (s: GrpcStatus) => s.metadata?.get("error-code")[0];
+
+/** The door as grpc-js's server interceptor: keyhold's calls get a DoorCall; health and reflection pass through untouched. */
 function doorInterceptor(deps: Deps, options: DoorOptions, operations: Map<string, string>): grpc.ServerInterceptor {
-  const metrics = metricsOf(deps);
+  const door: Door = { deps, options, metrics: metricsOf(deps) };
   return (descriptor, next) => {
     const operation = operations.get(descriptor.path);
-    if (operation === undefined) return new grpc.ServerInterceptingCall(next);
-    const requestId = newRequestId();
-    const started = performance.now();
-    const prepared: Prepared = { requestId, caller: { error: undefined }, handling: false };
-    let recorded = false;
-    const record = (status: number, detailCode: string | undefined) => {
-      if (recorded) return;
-      recorded = true;
-      const spec = detailCode === undefined ? undefined : catalog[detailCode as keyof typeof catalog];
-      recordRequest(deps.log, metrics, {
-        door: "grpc",
-        operation,
-        requestId,
-        status: grpc.status[status] ?? String(status),
-        httpStatus: spec?.status ?? (status === grpc.status.OK ? 200 : codeToHttpStatus(status as Code)),
-        ms: performance.now() - started,
-      });
-    };
-    // Every status of the call passes here, those grpc-js sends by itself included:
-    // they go straight to the call below the interceptors, never through a responder.
-    // That call is grpc-js's own only while this is the server's one interceptor.
-    const sendStatus = next.sendStatus.bind(next);
-    next.sendStatus = (status) => {
-      const own = ownStatus(status, prepared.handling, options.bodyLimitBytes);
-      const codeOf = (s: GrpcStatus) => s.metadata?.get("error-code")[0];
-      if (own !== undefined && codeOf(status) === undefined) {
-        if (own.code === "err:svc:application:unexpected_error")
-          deps.log.error({ requestId, rpc: descriptor.path, details: status.details }, "unexpected error");
-        status = statusOf(toConnectError(own, options.docsBase, requestId));
-      } else if (codeOf(status) === undefined) {
-        // The request id in the trailers, as every error of ours has it (successes included).
-        const metadata = new CallTrailers(status.code === grpc.status.OK ? PER_CALL : PER_ERROR);
-        if (status.metadata) metadata.merge(status.metadata);
-        metadata.set("request-id", requestId);
-        status = { ...status, metadata };
-      }
-      const detail = codeOf(status);
-      record(status.code, typeof detail === "string" ? detail : undefined);
-      sendStatus(status);
-    };
-    const call: grpc.ServerInterceptingCall = new grpc.ServerInterceptingCall(next, {
-      start: (go) =>
-        go({
-          onReceiveMetadata: (metadata, pass) => {
-            // Nothing here may throw out of a promise: an unhandled rejection would end the process.
-            const fail = (err: unknown) => {
-              deps.log.error({ err, requestId, rpc: descriptor.path }, "unexpected error");
-              call.sendStatus(statusOf(toConnectError(new AppError("err:svc:application:unexpected_error"), options.docsBase, requestId)));
-            };
-            const refuse = (err: unknown) =>
-              void rpcError(deps, options.docsBase, descriptor.path, err, requestId)
-                .then((ce) => call.sendStatus(statusOf(ce)))
-                .catch(fail);
-            const admit = (principal: Principal) => {
-              const ua = metadata.get("user-agent")[0];
-              principal.origin = new GrpcOrigin(requestId, next.getPeer(), typeof ua === "string" ? ua : undefined);
-              prepared.caller = { principal };
-              (metadata as PreparedMetadata)[kPrepared] = prepared;
-              pass(metadata);
-            };
-            // A root key in the cache is admitted in this turn, without a promise (as on the JSON door).
-            let found: Principal | RootKeyMiss;
-            try {
-              found = authenticateCached(deps, singleMetadataAuthorization(metadata.get("authorization")));
-            } catch (err) {
-              refuse(err);
-              return;
-            }
-            if (found instanceof RootKeyMiss) {
-              lookupRootKey(deps, found).then(admit, refuse).catch(fail);
-              return;
-            }
-            try {
-              admit(found);
-            } catch (err) {
-              fail(err);
-            }
-          },
-          // The client went away (or the call ended): counted once, as cancelled if nothing was sent.
-          onCancel: () => record(grpc.status.CANCELLED, undefined),
-        }),
-    });
-    return call;
+    // grpc-js's type names its own class; the server uses only the interface (server-interceptors.js).
+    return (operation === undefined ? next : new DoorCall(door, next, descriptor.path, operation)) as grpc.ServerInterceptingCall;
   };
 }
 

@@ -313,6 +313,41 @@ describe("every door refuses the same hostile requests the same way, within boun
     }
   });
 
+  it("a gRPC call cancelled while its root key is looked up is logged once as CANCELLED, and its operation never runs", async () => {
+    const fresh = await h.rootKey(["*"]);
+    const name = `cancelled-${Date.now()}`;
+    const before = server.output().length;
+    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/keyhold.v2.ApisService/CreateApi",
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${fresh}`,
+    });
+    stream.on("error", () => undefined);
+    // The whole request goes out: were the call handed on after its cancel, the API would be made.
+    const message = Buffer.from([0x0a, name.length, ...Buffer.from(name)]);
+    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+    stream.end(frame);
+    setImmediate(() => stream.close(http2.constants.NGHTTP2_CANCEL));
+    await new Promise((r) => stream.on("close", r));
+    session.close();
+    const lines = () =>
+      server
+        .output()
+        .slice(before)
+        .split("\n")
+        .filter((l) => l.includes('"operation":"apis.createApi"'));
+    for (let i = 0; i < 50 && lines().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    // Time for a second record, or for the operation, had either come.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(lines(), "one record of the call").toHaveLength(1);
+    expect(lines()[0]).toContain('"status":"CANCELLED"');
+    const [made] = await h.deps.pool.query("SELECT COUNT(*) AS n FROM apis WHERE name = ?", [name]);
+    expect(Number((made as Array<{ n: number }>)[0]?.n)).toBe(0);
+  });
+
   it("answers a second gRPC message on a unary call as the caller's mistake, not an internal error", async () => {
     const message = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]);
     const frame = (m: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, m.length]), m]);
