@@ -17,6 +17,7 @@ export default defineConfig({
           // Unit tests sit next to the code; integration and other tests use a real database.
           name: "others",
           globalSetup: ["./test/global-setup.ts"],
+          isolate: false,
           include: ["src/**/*.test.ts", "test/**/*.test.ts"],
           exclude: [...exclude, "test/contract/**"],
         },
