@@ -24,7 +24,6 @@ import { insertKeyMigration, type MigrationAlgorithm } from "../storage/key-migr
 import { OperatorExistsError } from "../storage/operators.js";
 import { rewrapDataKeys } from "../storage/vault.js";
 import { findWorkspaceByName } from "../storage/workspaces.js";
-import { failuresPathOf, ImportError, IN_USE_WAIT_SECONDS, importKeys, MAX_BATCH } from "./import.js";
 import type { Format } from "./import-records.js";
 import { readPassword } from "./password-input.js";
 
@@ -330,6 +329,9 @@ async function migration(sub: string | undefined, rest: string[]): Promise<void>
 
 async function keys(sub: string | undefined, rest: string[]): Promise<void> {
   if (sub !== "import") throw new UsageError(sub === undefined ? "keys needs import" : `unknown keys command '${sub}'`);
+  // Loaded for this command only: the importer and its CSV parser, progress bar and
+  // message schemas were ~0.2 s of every other command's start-up here.
+  const { failuresPathOf, ImportError, IN_USE_WAIT_SECONDS, importKeys, MAX_BATCH } = await import("./import.js");
   const { values, positionals } = usageArgs(() =>
     parseArgs({
       args: rest,

@@ -3,7 +3,7 @@
 
 import { isIP } from "node:net";
 import { parseDatabaseUrl } from "../storage/db.js";
-import { parseRedisUrl } from "../storage/redis-client.js";
+import { parseRedisUrl } from "../storage/redis-url.js";
 export interface Config {
   databaseUrl: string | undefined;
   /** Where analytics events are written and queried (ANALYTICS_DATABASE_URL); undefined = the main database. */
