@@ -313,18 +313,24 @@ describe("every door refuses the same hostile requests the same way, within boun
     }
   });
 
+  /** A gRPC call on a connection of its own, its frames written by the test. */
+  const rawGrpcCall = (path: string, rootKey: string) => {
+    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${rootKey}`,
+    });
+    return { session, stream };
+  };
+
   it("a gRPC call cancelled while its root key is looked up is logged once as CANCELLED, and its operation never runs", async () => {
     const fresh = await h.rootKey(["*"]);
     const name = `cancelled-${Date.now()}`;
     const before = server.output().length;
-    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": "/keyhold.v2.ApisService/CreateApi",
-      "content-type": "application/grpc",
-      te: "trailers",
-      authorization: `Bearer ${fresh}`,
-    });
+    const { session, stream } = rawGrpcCall("/keyhold.v2.ApisService/CreateApi", fresh);
     stream.on("error", () => undefined);
     // The whole request goes out: were the call handed on after its cancel, the API would be made.
     const message = Buffer.from([0x0a, name.length, ...Buffer.from(name)]);
@@ -352,14 +358,7 @@ describe("every door refuses the same hostile requests the same way, within boun
     const message = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]);
     const frame = (m: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, m.length]), m]);
     const answer = await new Promise<Record<string, string>>((resolve) => {
-      const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
-      const stream = session.request({
-        ":method": "POST",
-        ":path": "/keyhold.v2.KeysService/Whoami",
-        "content-type": "application/grpc",
-        te: "trailers",
-        authorization: `Bearer ${target.rootKey}`,
-      });
+      const { session, stream } = rawGrpcCall("/keyhold.v2.KeysService/Whoami", target.rootKey);
       const fields: Record<string, string> = {};
       const take = (h: http2.IncomingHttpHeaders) => {
         for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
