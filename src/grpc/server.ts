@@ -171,7 +171,11 @@ interface Door {
   metrics: ReturnType<typeof metricsOf>;
 }
 
-/** The door's call on grpc-js's own call below it (see DoorCall): statuses grpc-js sends by itself pass through the door too. */
+/**
+ * The door's call on grpc-js's own call below it (see DoorCall): statuses grpc-js
+ * sends by itself pass through the door too. The call below is grpc-js's own
+ * only while the door is the server's one interceptor.
+ */
 const kDoorCall = Symbol("keyhold.doorCall");
 type BaseCall = grpc.ServerInterceptingCallInterface & { [kDoorCall]?: DoorCall };
 
