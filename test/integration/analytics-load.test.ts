@@ -5,7 +5,7 @@
 // the server can be sent only the text keyhold offered, never a file.
 import mysql from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { type RatelimitEvent, rawRowsInserted, tsvField, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
+import { analyticsBatch, type RatelimitEvent, rawRowsInserted, tsvField, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
 import { commitInOneTrip } from "../../src/storage/sql.js";
 import { useHarness } from "../harness.js";
 
@@ -80,6 +80,69 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     const [month] = await q("SELECT SUM(count) AS n, SUM(spent_credits) AS credits FROM analytics_verifications_per_month WHERE workspace_id = 'ws_load'");
     expect(Number(month?.n)).toBe(v.length);
     expect(Number(month?.credits)).toBe(v.reduce((s, e) => s + e.spentCredits, 0));
+  });
+
+  it("rows that share a few tuples (a hot key's) send each tuple once, and every value still comes back as sent", async () => {
+    // 44 verifications of 4 tuples (awkward values in every shared column a string can be), 44 checks of 4 identifiers.
+    const v = Array.from({ length: 44 }, (_, i) => {
+      const e = verification(i % 4, `req_hot_${i}_${AWKWARD[i % AWKWARD.length]}`, "ks_hot");
+      return { ...e, time: Date.UTC(2026, 10, 29, 9, 0, 0, i), spentCredits: i, outcome: i % 4 === 3 ? "RATE_LIMITED" : "VALID" };
+    });
+    const r = Array.from({ length: 44 }, (_, i) => ({
+      ...ratelimit(i % 4, `req_hot_rl_${i}`),
+      workspaceId: "ws_hot",
+      time: Date.UTC(2026, 10, 29, 9, 0, 1, i),
+      passed: i % 5 !== 0,
+    }));
+    const [verifications] = analyticsBatch(v, [], "load");
+    const [checks] = analyticsBatch([], r, "load");
+    for (const st of [verifications, checks]) {
+      expect(st?.sql).toContain("SET workspace_id = ELT(@t, ");
+      const lines = String(st?.infile?.data).trimEnd().split("\n");
+      expect(lines).toHaveLength(44);
+      // request id, time, tuple number, the row's number: nothing else is sent a row.
+      for (const line of lines) expect(line.split("\t")).toHaveLength(4);
+    }
+    // Keys seen once keep whole rows.
+    expect(
+      analyticsBatch(
+        AWKWARD.map((_, i) => verification(i, `req_once_${i}`)),
+        [],
+        "load",
+      )[0]?.sql,
+    ).not.toContain("ELT(");
+
+    await writeAnalytics(h.db.pool, v, []);
+    await writeAnalytics(h.db.pool, [], r);
+    expect(rawRowsInserted(h.db.pool)).toBe(false);
+    const got = await q(
+      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE key_space_id = 'ks_hot' ORDER BY `time`",
+    );
+    expect(got).toEqual(
+      v.map((e) => ({
+        request_id: e.requestId,
+        t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
+        workspace_id: e.workspaceId,
+        key_space_id: e.keySpaceId,
+        api_id: e.apiId,
+        key_id: e.keyId,
+        identity_id: e.identityId,
+        external_id: e.externalId,
+        outcome: e.outcome,
+        region: e.region,
+        tags: JSON.stringify(e.tags),
+        spent_credits: e.spentCredits,
+      })),
+    );
+    const rl = await q(
+      "SELECT request_id, workspace_id, namespace_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_hot' ORDER BY `time`",
+    );
+    expect(rl).toEqual(
+      r.map((e) => ({ request_id: e.requestId, workspace_id: "ws_hot", namespace_id: e.namespaceId, identifier: e.identifier, passed: e.passed ? 1 : 0 })),
+    );
+    const [rolled] = await q("SELECT SUM(count) AS n, SUM(spent_credits) AS credits FROM analytics_verifications_per_month WHERE key_space_id = 'ks_hot'");
+    expect(Number(rolled?.n)).toBe(44);
+    expect(Number(rolled?.credits)).toBe(v.reduce((s, e) => s + e.spentCredits, 0));
   });
 
   it("a server that refuses LOAD DATA LOCAL gets the same batch once as INSERTs, and every later one too", async () => {
