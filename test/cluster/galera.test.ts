@@ -64,6 +64,29 @@ describe("two instances on two Galera nodes", () => {
     expect(results.filter((r) => r.body.data.code === "VALID")).toHaveLength(100);
     expect(results.filter((r) => r.body.data.code === "USAGE_EXCEEDED")).toHaveLength(200);
     expect((await post(b, "keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(0);
+
+    // Each instance recorded its 150 verifications of the key through its own node, as raw rows whose
+    // shared columns go once a batch (src/storage/analytics.ts, TUPLES_A_ROW_AT_MOST): every one is there,
+    // whole, and the per-minute roll-up counts the same.
+    const q = `SELECT outcome, count() AS n, min(key_space_id) AS ks, min(api_id) AS api FROM key_verifications_v1 WHERE key_id = '${k.keyId}' GROUP BY outcome ORDER BY outcome`;
+    let rows: unknown[] = [];
+    for (const start = Date.now(); Date.now() - start < 15_000; await new Promise((r) => setTimeout(r, 250))) {
+      const got = await post(b, "analytics.getVerifications", { query: q }, rk);
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      rows = got.body.data;
+      if (rows.reduce((n: number, r) => n + Number((r as { n: number }).n), 0) >= 300) break;
+    }
+    expect(rows).toEqual([
+      { outcome: "USAGE_EXCEEDED", n: 200, ks: expect.stringMatching(/^ks_/), api: apiId },
+      { outcome: "VALID", n: 100, ks: expect.stringMatching(/^ks_/), api: apiId },
+    ]);
+    const perMinute = await post(
+      a,
+      "analytics.getVerifications",
+      { query: `SELECT sum(count) AS n FROM key_verifications_per_minute_v1 WHERE key_id = '${k.keyId}'` },
+      rk,
+    );
+    expect(perMinute.body.data).toEqual([{ n: 300 }]);
   });
 
   it("a key created through one node verifies through the other at once, and disabling it is seen there within 1 s", async () => {
