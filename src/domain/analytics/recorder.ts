@@ -12,11 +12,17 @@ export type AnalyticsWrite = (verifications: VerificationEvent[], ratelimits: Ra
 
 export interface AnalyticsRecorderOptions {
   everyMs?: number | undefined;
-  /** Most events per transaction (raw rows of both kinds together). */
+  /**
+   * Most tuples per transaction: distinct (key, outcome, tags) of verifications
+   * and (namespace, identifier) of rate-limit checks, the parts of a batch that
+   * cost the most to write (each its own rows' text, each its roll-up rows).
+   */
   batchSize?: number | undefined;
+  /** Most events per transaction (raw rows of both kinds together), however few their tuples. */
+  batchEvents?: number | undefined;
   /** Most bytes of SQL text per transaction, estimated (batchBytes). */
   batchBytes?: number | undefined;
-  /** A batch smaller than batchSize starts no sooner than this after the last one was written. */
+  /** A batch starts no sooner than this after the last one was written, unless batchEvents wait or the last batch left events behind. */
   minGapMs?: number | undefined;
   /** Most events held in memory; newer ones beyond it are dropped and counted. */
   maxPending?: number | undefined;
@@ -66,12 +72,19 @@ const ratelimitHeldBytes = (e: RatelimitEvent): number => 200 + 2 * e.identifier
 const REFUSED_FOR_GOOD = new Set([1048, 1153, 1264, 1292, 1366, 1406, 3140]);
 const refusedForGood = (err: unknown): boolean => REFUSED_FOR_GOOD.has((err as { errno?: number }).errno ?? 0);
 
+/** What tells an event's tuple from another's in a batch (the key's own columns follow from the key, the region is the instance's). */
+const verificationTuple = (e: VerificationEvent): string =>
+  e.tags.length === 0 ? `${e.keyId}\u0000${e.outcome}` : `${e.keyId}\u0000${e.outcome}\u0000${e.tags.join("\u0000")}`;
+const ratelimitTuple = (e: RatelimitEvent): string => `\u0001${e.namespaceId}\u0000${e.identifier}`;
+
 export class AnalyticsRecorder {
   private verifications: VerificationEvent[] = [];
   private ratelimits: RatelimitEvent[] = [];
   private pendingBytes = 0;
-  /** Events per batch now: halved while the database refuses a batch for good, back to batchSize after a success. */
+  /** Tuples per batch now: halved while the database refuses a batch for good (then also the most events), back to batchSize after a success. */
   private limit: number;
+  /** The last batch left events behind: a backlog, written without pacing. */
+  private behind = false;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private droppedSinceFlush = 0;
@@ -84,6 +97,7 @@ export class AnalyticsRecorder {
   dropped = 0;
   private readonly everyMs: number;
   private readonly batchSize: number;
+  private readonly batchEvents: number;
   private readonly batchBytes: number;
   private readonly minGapMs: number;
   private readonly maxPending: number;
@@ -97,12 +111,15 @@ export class AnalyticsRecorder {
     this.everyMs = opts.everyMs ?? 1_000;
     // At most 4 MB of SQL a batch (estimated, eventBytes): a quarter of MariaDB's
     // default max_allowed_packet (16 MB; MySQL 8's is 64 MB), in one round trip.
-    // At most 500 events: a batch's SQL is built in one piece while every request
+    // At most 500 tuples: a batch's SQL is built in one piece while every request
     // waits, and 2,000 verifications of keys seen once (the cold path) took 9-10 ms
     // to build, which was the cold path's p99 (bench/README.md, "Cold verification").
-    // Under hot load a batch holds what gathered during the last write (~220 events
-    // at 35,000 verifications a second), so the cap changes nothing there.
+    // That is the cost of a batch's tuples (a key seen once is one); events that
+    // share a tuple (a hot key's) add a short line each, up to batchEvents in all,
+    // and the raw rows of such a batch send each tuple once (storage/analytics.ts,
+    // TUPLES_A_ROW_AT_MOST).
     this.batchSize = opts.batchSize ?? 500;
+    this.batchEvents = opts.batchEvents ?? 2_000;
     this.batchBytes = opts.batchBytes ?? 4 * 1024 * 1024;
     // Under load the recorder wrote on without pause, each batch holding what
     // gathered during the last write (~50 events at ~8,000 verifications a second
@@ -112,7 +129,12 @@ export class AnalyticsRecorder {
     // Measured with builds side by side (bench/README.md, "Analytics batches
     // paced"): the database's CPU a hot verification x0.78-0.82, keyhold's own
     // x0.84-0.96. A full batch, a backlog and stop() do not wait.
-    this.minGapMs = opts.minGapMs ?? 20;
+    // 50 ms since the batches of shared tuples may hold up to batchEvents: with
+    // 2,000 and 50 ms against 500 and 20 (bench:ab, verifyJson, 12 rounds of 2 s,
+    // each batch ~850 events instead of ~340), the database's CPU a verification
+    // x0.81 and x0.85, req/s x1.02 and x1.08 (both caps 2,000 events in that
+    // run); 500 and 50 ms changed nothing (the database's CPU x1.01, req/s x1.01).
+    this.minGapMs = opts.minGapMs ?? 50;
     this.maxPending = opts.maxPending ?? 200_000;
     this.maxPendingBytes = opts.maxPendingBytes ?? 64 * 1024 * 1024;
     this.limit = this.batchSize;
@@ -152,28 +174,43 @@ export class AnalyticsRecorder {
     return true;
   }
 
-  /** The next batch: up to `limit` events and batchBytes, verifications first; at least one event. */
+  /**
+   * The next batch: up to `limit` tuples, batchEvents events (`limit` while
+   * splitting a refused batch) and batchBytes, verifications first; at least one event.
+   */
   private take(): { v: VerificationEvent[]; r: RatelimitEvent[]; held: number } {
+    const most = this.limit < this.batchSize ? this.limit : this.batchEvents;
+    const tuples = new Set<string>();
+    // Whether an event of this tuple still fits (a new tuple needs room under `limit`).
+    const fits = (t: string): boolean => tuples.has(t) || tuples.size < this.limit;
     let bytes = 0;
     let held = 0;
     let nv = 0;
-    while (nv < this.verifications.length && nv < this.limit) {
-      const tags = (this.verifications[nv] as VerificationEvent).tags;
-      const b = eventBytes(tags);
+    while (nv < this.verifications.length && nv < most) {
+      const e = this.verifications[nv] as VerificationEvent;
+      const b = eventBytes(e.tags);
       if (nv > 0 && bytes + b > this.batchBytes) break;
+      const t = verificationTuple(e);
+      if (!fits(t)) break;
+      tuples.add(t);
       bytes += b;
-      held += heldBytes(tags);
+      held += heldBytes(e.tags);
       nv++;
     }
     let nr = 0;
-    while (nr < this.ratelimits.length && nv + nr < this.limit && (nv + nr === 0 || bytes + RATELIMIT_EVENT_BYTES <= this.batchBytes)) {
+    while (nr < this.ratelimits.length && nv + nr < most && (nv + nr === 0 || bytes + RATELIMIT_EVENT_BYTES <= this.batchBytes)) {
+      const e = this.ratelimits[nr] as RatelimitEvent;
+      const t = ratelimitTuple(e);
+      if (!fits(t)) break;
+      tuples.add(t);
       bytes += RATELIMIT_EVENT_BYTES;
-      held += ratelimitHeldBytes(this.ratelimits[nr] as RatelimitEvent);
+      held += ratelimitHeldBytes(e);
       nr++;
     }
     const v = this.verifications.splice(0, nv);
     const r = this.ratelimits.splice(0, nr);
     this.pendingBytes -= held;
+    this.behind = this.pendingRows > 0;
     return { v, r, held };
   }
 
@@ -190,7 +227,7 @@ export class AnalyticsRecorder {
     }
     while (this.pendingRows > 0) {
       const wait = this.lastWriteAt + this.minGapMs - performance.now();
-      if (wait > 0 && !this.stopping && this.pendingRows < this.batchSize) {
+      if (wait > 0 && !this.stopping && !this.behind && this.pendingRows < this.batchEvents) {
         // Events keep gathering meanwhile; what was recorded so far is written after the pause.
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
