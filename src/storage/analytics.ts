@@ -176,8 +176,9 @@ interface RawTableRows<E extends { requestId: string; time: number }> {
  * verifications share everything but the request id, the time and the credits
  * spent, so a row of ~200 bytes becomes ~50 to send and to read. Measured with
  * `npm run bench:ab` (verifyJson, 12 rounds of 2 s, against whole rows; the
- * machine's MariaDB 10.11): the database's CPU a verification ×0.861 and
- * ×0.865, keyhold's ×0.960 and ×0.971, req/s ×1.07 and ×1.03. What is left of
+ * machine's MariaDB 10.11), three runs: the database's CPU a verification
+ * ×0.861, ×0.865 and ×0.882, keyhold's ×0.960, ×0.971 and ×0.891, req/s ×1.07,
+ * ×1.03 and ×1.08 (ratelimit.limit: ×0.891, ×0.962, ×1.04). What is left of
  * the database's CPU is mostly InnoDB writing the rows (`ha_write_row` ~45%
  * of mariadbd's samples under that load, perf), which the row's width, not
  * its text, decides. Batches of keys seen once (the cold path) keep whole
@@ -216,6 +217,23 @@ function rawRows<E extends { requestId: string; time: number }>(r: RawTableRows<
   return load ? loadData(columns, rows) : { sql: `INSERT INTO ${table} ${columns} VALUES ${rows.join(",")}`, params: [], text: true };
 }
 
+/**
+ * Each event's tuple number and each tuple's values (its first event's), found
+ * through `parts` (TupleIds: the part most often new last) and written in the
+ * shared columns' order by `values`.
+ */
+function tuplesOf<E>(events: readonly E[], parts: (e: E) => readonly string[], values: (e: E) => string[]): { tupleOf: Int32Array; tuples: string[][] } {
+  const ids = new TupleIds();
+  const tupleOf = new Int32Array(events.length);
+  const tuples: string[][] = [];
+  events.forEach((e, i) => {
+    const t = ids.id(parts(e));
+    tupleOf[i] = t;
+    if (t === tuples.length) tuples.push(values(e));
+  });
+  return { tupleOf, tuples };
+}
+
 const VERIFICATION_SHARED = ["workspace_id", "key_space_id", "api_id", "key_id", "identity_id", "external_id", "outcome", "region", "tags"] as const;
 const RATELIMIT_SHARED = ["workspace_id", "namespace_id", "identifier"] as const;
 
@@ -236,15 +254,12 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       return t;
     };
     const lits = new Lits();
-    const ids = new TupleIds();
-    const tupleOf = new Int32Array(verifications.length);
-    const tuples: string[][] = [];
-    verifications.forEach((e, i) => {
+    const { tupleOf, tuples } = tuplesOf(
+      verifications,
       // The key last: a key seen once in the batch (the cold path) then adds an entry to a Map, not Maps of its own.
-      const t = ids.id([e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId]);
-      tupleOf[i] = t;
-      if (t === tuples.length) tuples.push([e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)]);
-    });
+      (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
+      (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
+    );
     const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: verifications, tupleOf, tuples } as const;
     out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
     out.push(...verificationRollups(verifications, tagsOf, lits));
@@ -255,14 +270,8 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
     // connection that lives for days. With verifications in the batch (they are
     // the most rows), rate-limit checks go as an INSERT.
     const lits = new Lits();
-    const ids = new TupleIds();
-    const tupleOf = new Int32Array(ratelimits.length);
-    const tuples: string[][] = [];
-    ratelimits.forEach((e, i) => {
-      const t = ids.id([e.workspaceId, e.namespaceId, e.identifier]);
-      tupleOf[i] = t;
-      if (t === tuples.length) tuples.push([e.workspaceId, e.namespaceId, e.identifier]);
-    });
+    const parts = (e: RatelimitEvent): string[] => [e.workspaceId, e.namespaceId, e.identifier];
+    const { tupleOf, tuples } = tuplesOf(ratelimits, parts, parts);
     const rows = { table: "analytics_ratelimits", shared: RATELIMIT_SHARED, last: "passed", events: ratelimits, tupleOf, tuples } as const;
     out.push(rawRows({ ...rows, lastOf: (e) => (e.passed ? 1 : 0) }, verifications.length > 0 ? "insert" : form, times, lits));
     out.push(...ratelimitRollups(ratelimits, lits));

@@ -38,6 +38,24 @@ const ratelimit = (i: number, requestId: string): RatelimitEvent => ({
   passed: i % 3 !== 0,
 });
 
+/** Every column of the raw verification rows, as each event must come back (times within 2026-11-29 09:00:00). */
+const VERIFICATION_ROWS =
+  "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications";
+const rowOf = (e: VerificationEvent) => ({
+  request_id: e.requestId,
+  t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
+  workspace_id: e.workspaceId,
+  key_space_id: e.keySpaceId,
+  api_id: e.apiId,
+  key_id: e.keyId,
+  identity_id: e.identityId,
+  external_id: e.externalId,
+  outcome: e.outcome,
+  region: e.region,
+  tags: JSON.stringify(e.tags),
+  spent_credits: e.spentCredits,
+});
+
 describe("raw analytics rows by LOAD DATA LOCAL", () => {
   const h = useHarness();
   const q = async (sql: string, params: unknown[] = []): Promise<Rows> => (await h.db.pool.query(sql, params))[0] as Rows;
@@ -54,24 +72,8 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     await writeAnalytics(h.db.pool, v, r);
     expect(rawRowsInserted(h.db.pool)).toBe(false); // this MariaDB takes LOAD DATA LOCAL: it was used
 
-    const got = await q(
-      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE workspace_id = 'ws_load' ORDER BY `time`",
-    );
-    expect(got).toEqual(
-      v.map((e) => ({
-        request_id: e.requestId,
-        t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
-        key_space_id: e.keySpaceId,
-        api_id: e.apiId,
-        key_id: e.keyId,
-        identity_id: e.identityId,
-        external_id: e.externalId,
-        outcome: e.outcome,
-        region: e.region,
-        tags: JSON.stringify(e.tags),
-        spent_credits: e.spentCredits,
-      })),
-    );
+    const got = await q(`${VERIFICATION_ROWS} WHERE workspace_id = 'ws_load' ORDER BY \`time\``);
+    expect(got).toEqual(v.map(rowOf));
     expect(got.map((row) => JSON.parse(String(row.tags)))).toEqual(v.map((e) => e.tags));
 
     const rl = await q("SELECT request_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_load' ORDER BY `time`");
@@ -115,25 +117,8 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     await writeAnalytics(h.db.pool, v, []);
     await writeAnalytics(h.db.pool, [], r);
     expect(rawRowsInserted(h.db.pool)).toBe(false);
-    const got = await q(
-      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE key_space_id = 'ks_hot' ORDER BY `time`",
-    );
-    expect(got).toEqual(
-      v.map((e) => ({
-        request_id: e.requestId,
-        t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
-        workspace_id: e.workspaceId,
-        key_space_id: e.keySpaceId,
-        api_id: e.apiId,
-        key_id: e.keyId,
-        identity_id: e.identityId,
-        external_id: e.externalId,
-        outcome: e.outcome,
-        region: e.region,
-        tags: JSON.stringify(e.tags),
-        spent_credits: e.spentCredits,
-      })),
-    );
+    const got = await q(`${VERIFICATION_ROWS} WHERE key_space_id = 'ks_hot' ORDER BY \`time\``);
+    expect(got).toEqual(v.map(rowOf));
     const rl = await q(
       "SELECT request_id, workspace_id, namespace_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_hot' ORDER BY `time`",
     );
