@@ -116,6 +116,39 @@ describe.each([
     expect(await used("tight")).toBe(1);
   });
 
+  oneRedisOnly("sends a turn's consecutive identical checks as one run: exact at the limit, the counter holding what passed", async () => {
+    const l = await limiter();
+    const script = vi.spyOn(l.redis as unknown as { khRateLimit(args: (string | number)[]): Promise<number[]> }, "khRateLimit");
+    // 9 identical checks of cost 2 on a limit of 11, then one of another counter, then 3 more of the first.
+    const hot = chk("hot", 11, 2);
+    const turn = [...Array(9).fill(hot), chk("other", 5), ...Array(3).fill(hot)] as LimitCheck[];
+    const results = await Promise.all(turn.map((c) => l.check([c], T0 + 10)));
+    // One call of three groups: a run of 9, a group of 1, a run of 3. Its ARGV after
+    // the key count and the 6 keys: 3 groups, the margin, the sizes, then the runs' lengths.
+    expect(script).toHaveBeenCalledTimes(1);
+    const args = script.mock.calls[0]![0];
+    expect(args[0]).toBe(6);
+    expect(args.slice(7, 7 + 2 + 3 + 3)).toEqual([3, 60_000, 1, 1, 1, 9, 1, 3]);
+    // 2, 4, ..., 10 pass (5 of them), the rest find 12 > 11.
+    expect(results.map((r) => [r[0]!.passed, r[0]!.remaining])).toEqual([
+      [true, 9],
+      [true, 7],
+      [true, 5],
+      [true, 3],
+      [true, 1],
+      [false, 0],
+      [false, 0],
+      [false, 0],
+      [false, 0],
+      [true, 4],
+      [false, 0],
+      [false, 0],
+      [false, 0],
+    ]);
+    const [key] = await keysOf(l, `${(l as unknown as { prefix: string }).prefix}{hot}*`);
+    expect(await l.redis.get(key as string)).toBe("10");
+  });
+
   it("weights the previous window by the time left, like MemoryLimiter", async () => {
     const l = await limiter();
     const m = new MemoryLimiter();
@@ -192,6 +225,35 @@ describe.each([
         [true, 0],
       ]);
       expect((await l.check([chk("t", 5)], T0))[0]!.passed).toBe(false);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("answers a turn's runs of the same check as MemoryLimiter answers them one after the other", async () => {
+    const l = await limiter();
+    const m = new MemoryLimiter();
+    try {
+      // Turns of single checks on two counters, as runs of 1-6 identical checks
+      // (limit 0, cost 0, costs that do not divide the limit) interleaved with
+      // others on the same counters, over three windows so that the previous one weighs.
+      let seed = 7;
+      const next = (n: number) => {
+        seed = (seed * 48_271) % 2_147_483_647;
+        return seed % n;
+      };
+      for (let turn = 0; turn < 40; turn++) {
+        const now = T0 - D + turn * (D / 16) + next(1_000);
+        const checks: LimitCheck[] = [];
+        for (let run = 1 + next(4); run > 0; run--) {
+          const c = chk(["hot", "warm"][next(2)] as string, [0, 3, 7, 40][next(4)] as number, [0, 1, 2, 3][next(4)] as number);
+          for (let times = 1 + next(6); times > 0; times--) checks.push(c);
+        }
+        const got = await Promise.all(checks.map((c) => l.check([c], now)));
+        const want: Awaited<ReturnType<MemoryLimiter["check"]>>[] = [];
+        for (const c of checks) want.push(await m.check([c], now));
+        expect(got, `turn ${turn}`).toEqual(want);
+      }
     } finally {
       await m.close();
     }

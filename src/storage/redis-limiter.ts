@@ -56,9 +56,15 @@ export interface RedisLimiterOptions {
 // counter, [2i] = previous window counter.
 // ARGV: [1] = number of groups G, [2] = the expiry margin in ms, [3..G+2] =
 // checks in each group (negative: a read-only group, evaluated with its costs
-// but never counted), then per check i four values from index G+2+4(i-1)+1:
-// limit, cost, ms since window start, duration.
-// Returns the effective count of every check (cur + pending + trunc(prev × (1 − elapsed)) + cost).
+// but never counted), [G+3..2G+2] = how many times each group is asked for in
+// a row (a run: more than 1 only for a group of one check), then per check i
+// four values from index 2G+2+4(i-1)+1: limit, cost, ms since window start, duration.
+// Returns the effective count of every check (cur + pending + trunc(prev × (1 − elapsed)) + cost),
+// except that a run returns two values: the effective count of its first group
+// and how many of its groups passed. Its groups are evaluated one after the
+// other, each counting when it passes, as the same number of groups of that one
+// check would be: the j-th (from 0) has effective count first + j × cost while
+// j < passed, and first + passed × cost after (nothing counted once one fails).
 //
 // Every counter of the call is read with one MGET, and each counter that gains
 // is written with one INCRBY at the end (the call is atomic: the groups see each
@@ -69,10 +75,15 @@ export interface RedisLimiterOptions {
 // skew the margin allows), it expires 2 durations plus the margin later. The
 // script's time a check (INFO commandstats, calls of 16 checks on 3 counters):
 // 3.6 µs with GET, GET, INCRBY and PEXPIRE for every check, 2.3 µs so.
+//
+// Runs are for a hot key: the concurrent requests of one turn that verify it
+// (or call ratelimit.limit on one identifier) ask for the same check, and go as
+// one, so that neither keyhold (~6 arguments a check to build, size and frame)
+// nor the script (a check's reads, arithmetic and reply element) pays per request.
 const SCRIPT = `
 local groups = tonumber(ARGV[1])
 local margin = tonumber(ARGV[2])
-local base = 2 + groups
+local base = 2 + 2 * groups
 -- Every counter read at once, then kept current here as the groups count.
 local val = {}
 for from = 1, #KEYS, 1000 do
@@ -82,43 +93,60 @@ for from = 1, #KEYS, 1000 do
 end
 -- What the groups that pass add to each counter, written once a counter at the end.
 local add, ttl, order = {}, {}, {}
+local function count(cur, n, dur)
+  val[cur] = val[cur] + n
+  local added = add[cur]
+  if added == nil then
+    order[#order + 1] = cur
+    add[cur] = n
+    ttl[cur] = 2 * dur + margin
+  else
+    add[cur] = added + n
+  end
+end
 local eff = {}
 local first = 1
 for g = 1, groups do
   local size = tonumber(ARGV[2 + g])
+  local times = tonumber(ARGV[2 + groups + g])
   local readonly = size < 0
   if readonly then size = -size end
   local last = first + size - 1
-  local pending = {}
-  local all = true
-  for i = first, last do
-    local cur = KEYS[2 * i - 1]
-    local a = base + (i - 1) * 4
+  if times > 1 then
+    local cur = KEYS[2 * first - 1]
+    local a = base + (first - 1) * 4
     local limit = tonumber(ARGV[a + 1])
     local cost = tonumber(ARGV[a + 2])
-    local off = tonumber(ARGV[a + 3])
     local dur = tonumber(ARGV[a + 4])
-    local before = pending[cur] or 0
-    pending[cur] = before + cost
-    local e = val[cur] + before + math.floor(val[KEYS[2 * i]] * (1 - off / dur)) + cost
-    eff[i] = e
-    if limit <= 0 or e > limit then all = false end
-  end
-  if all and not readonly then
+    local e = val[cur] + math.floor(val[KEYS[2 * first]] * (1 - tonumber(ARGV[a + 3]) / dur)) + cost
+    local passed = 0
+    if limit > 0 and e <= limit then
+      if cost > 0 then passed = math.min(times, math.floor((limit - e) / cost) + 1) else passed = times end
+    end
+    eff[#eff + 1] = e
+    eff[#eff + 1] = passed
+    if passed > 0 and cost > 0 then count(cur, passed * cost, dur) end
+  else
+    local pending = {}
+    local all = true
     for i = first, last do
+      local cur = KEYS[2 * i - 1]
       local a = base + (i - 1) * 4
+      local limit = tonumber(ARGV[a + 1])
       local cost = tonumber(ARGV[a + 2])
-      if cost > 0 then
-        local cur = KEYS[2 * i - 1]
-        val[cur] = val[cur] + cost
-        local added = add[cur]
-        if added == nil then
-          order[#order + 1] = cur
-          add[cur] = cost
-          ttl[cur] = 2 * tonumber(ARGV[a + 4]) + margin
-        else
-          add[cur] = added + cost
-        end
+      local off = tonumber(ARGV[a + 3])
+      local dur = tonumber(ARGV[a + 4])
+      local before = pending[cur] or 0
+      pending[cur] = before + cost
+      local e = val[cur] + before + math.floor(val[KEYS[2 * i]] * (1 - off / dur)) + cost
+      eff[#eff + 1] = e
+      if limit <= 0 or e > limit then all = false end
+    end
+    if all and not readonly then
+      for i = first, last do
+        local a = base + (i - 1) * 4
+        local cost = tonumber(ARGV[a + 2])
+        if cost > 0 then count(KEYS[2 * i - 1], cost, tonumber(ARGV[a + 4])) end
       end
     end
   end
@@ -160,6 +188,13 @@ interface LimitCommand {
   /** One array: ioredis flattens it into the call's arguments, without a spread here. */
   khRateLimit(args: (string | number)[]): Promise<number[]>;
   khRefund(key: string, cost: number): Promise<number>;
+}
+
+/** Both groups are one and the same check, counted (not read-only): they can go as one run. */
+function sameSingle(a: Group, b: Group): boolean {
+  if (a.size !== 1 || b.size !== 1 || a.readOnly === true || b.readOnly === true || a.keys[0] !== b.keys[0]) return false;
+  for (let i = 0; i < PER_CHECK; i++) if (a.args[i] !== b.args[i]) return false;
+  return true;
 }
 
 /** Errors that only a Redis Cluster answers: REDIS_URL names one of its nodes as if it were a single Redis. */
@@ -388,20 +423,42 @@ export class RedisLimiter implements Limiter {
   }
 
   private async send(groups: Group[]): Promise<void> {
+    // Consecutive groups of one check asking for the same thing go as one run (see
+    // SCRIPT); only consecutive ones, so that every group is still counted in its turn.
+    const entries: Group[][] = [];
+    let last: Group[] | undefined;
+    for (const g of groups) {
+      const head = last?.[0];
+      if (last !== undefined && head !== undefined && sameSingle(head, g)) last.push(g);
+      else {
+        last = [g];
+        entries.push(last);
+      }
+    }
     // The call's arguments in one array, in the script's order: the number of keys, the keys, then ARGV.
     let keyCount = 0;
-    for (const g of groups) keyCount += g.keys.length;
+    for (const e of entries) keyCount += (e[0] as Group).keys.length;
     const call: (string | number)[] = [keyCount];
-    for (const g of groups) for (const k of g.keys) call.push(k);
-    call.push(groups.length, this.marginMs);
-    for (const g of groups) call.push(g.readOnly === true ? -g.size : g.size);
-    for (const g of groups) for (const a of g.args) call.push(a);
+    for (const e of entries) for (const k of (e[0] as Group).keys) call.push(k);
+    call.push(entries.length, this.marginMs);
+    for (const e of entries) call.push((e[0] as Group).readOnly === true ? -(e[0] as Group).size : (e[0] as Group).size);
+    for (const e of entries) call.push(e.length);
+    for (const e of entries) for (const a of (e[0] as Group).args) call.push(a);
     try {
       const effective = await (this.redis as unknown as LimitCommand).khRateLimit(call);
       let at = 0;
-      for (const g of groups) {
-        g.resolve(effective.slice(at, at + g.size));
-        at += g.size;
+      for (const e of entries) {
+        const g = e[0] as Group;
+        if (e.length === 1) {
+          g.resolve(effective.slice(at, at + g.size));
+          at += g.size;
+          continue;
+        }
+        const first = Number(effective[at]);
+        const passed = Number(effective[at + 1]);
+        const cost = g.args[1] as number;
+        at += 2;
+        for (let j = 0; j < e.length; j++) (e[j] as Group).resolve([first + cost * Math.min(j, passed)]);
       }
     } catch (err) {
       this.tellCluster(err as Error);
