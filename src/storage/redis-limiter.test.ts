@@ -501,6 +501,22 @@ describe.skipIf(URL === "")("RedisLimiter when Redis fails", () => {
     });
   });
 
+  it("an answer to a check sent before Redis was marked down does not mark it back: only the probe does", async () => {
+    const log = logger();
+    const l = await limiter({ log });
+    // Queued for the end of this turn; the connection reports an error meanwhile.
+    const pending = l.check([chk("late", 10)], T0);
+    l.redis.emit("error", new Error("connection reset"));
+    expect(l.degraded()).toBe(true);
+    // The call still goes and is answered, which says nothing of the error reported after it was made.
+    expect((await pending)[0]!.passed).toBe(true);
+    expect(l.degraded()).toBe(true);
+    expect(log.lines.map((x) => x.level)).toEqual(["warn"]);
+    // The probe, a second later, finds Redis answering and says so once.
+    await until(() => !l.degraded(), 5_000);
+    expect(log.lines.map((x) => x.level)).toEqual(["warn", "info"]);
+  });
+
   it("falls back while Redis is down and shares counters again once it is back", async () => {
     const port = await freePort();
     const start = async () => {

@@ -257,6 +257,10 @@ export class RedisLimiter implements Limiter {
       keys.push(this.counterKey(c, seq), this.counterKey(c, seq - 1));
       args.push(c.limit, c.cost, now - seq * c.duration, c.duration);
     }
+    // An answer to a call made before the last markDown says nothing of what went
+    // wrong after it (the warn, "back", warn seen when one came in after an error):
+    // only a later call's answer, or the probe, may mark Redis back.
+    const downs = this.downs;
     let effective: number[];
     try {
       effective = await new Promise<number[]>((resolve, reject) => {
@@ -267,7 +271,7 @@ export class RedisLimiter implements Limiter {
       return this.fallback(checks, now);
     }
     // On a cluster, one slot answering says nothing of the others: recovery is the probe's to decide.
-    if (!this.cluster) this.markUp();
+    if (!this.cluster && downs === this.downs) this.markUp();
     const passed = checks.map((c, i) => c.limit > 0 && Number(effective[i]) <= c.limit);
     const all = passed.every(Boolean);
     return checks.map((c, i) => ({
