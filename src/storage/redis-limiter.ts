@@ -6,7 +6,8 @@
 // counters, evaluates them with the same arithmetic as MemoryLimiter, and only
 // when every check of the group passes INCRBYs its current counters
 // (all-or-nothing per group, and the whole script atomic in Redis, so the
-// groups are counted exactly as separate calls in that order would be). One
+// groups are counted exactly as separate calls in that order would be;
+// consecutive identical checks go as one run, see SCRIPT). One
 // script call per turn instead of one per request took ~40% of the keyhold CPU
 // a rate-limited verification spent on Redis (bench/README.md). Window numbers come from the `now` passed in (the service clock), not
 // from Redis TIME. Counter keys expire by themselves (PEXPIRE 2×duration + margin,
