@@ -430,40 +430,40 @@ export class RedisLimiter implements Limiter {
   private async send(groups: Group[]): Promise<void> {
     // Consecutive groups of one check asking for the same thing go as one run (see
     // SCRIPT); only consecutive ones, so that every group is still counted in its turn.
-    const entries: Group[][] = [];
-    let last: Group[] | undefined;
+    const entries: { head: Group; members: Group[] }[] = [];
+    let last: { head: Group; members: Group[] } | undefined;
     for (const g of groups) {
-      const head = last?.[0];
-      if (last !== undefined && head !== undefined && sameSingle(head, g)) last.push(g);
+      if (last !== undefined && sameSingle(last.head, g)) last.members.push(g);
       else {
-        last = [g];
+        last = { head: g, members: [g] };
         entries.push(last);
       }
     }
     // The call's arguments in one array, in the script's order: the number of keys, the keys, then ARGV.
     let keyCount = 0;
-    for (const e of entries) keyCount += (e[0] as Group).keys.length;
+    for (const { head } of entries) keyCount += head.keys.length;
     const call: (string | number)[] = [keyCount];
-    for (const e of entries) for (const k of (e[0] as Group).keys) call.push(k);
+    for (const { head } of entries) for (const k of head.keys) call.push(k);
     call.push(entries.length, this.marginMs);
-    for (const e of entries) call.push((e[0] as Group).readOnly === true ? -(e[0] as Group).size : (e[0] as Group).size);
-    for (const e of entries) call.push(e.length);
-    for (const e of entries) for (const a of (e[0] as Group).args) call.push(a);
+    for (const { head } of entries) call.push(head.readOnly === true ? -head.size : head.size);
+    for (const { members } of entries) call.push(members.length);
+    for (const { head } of entries) for (const a of head.args) call.push(a);
     try {
       const effective = await (this.redis as unknown as LimitCommand).khRateLimit(call);
       let at = 0;
-      for (const e of entries) {
-        const g = e[0] as Group;
-        if (e.length === 1) {
-          g.resolve(effective.slice(at, at + g.size));
-          at += g.size;
+      for (const { head, members } of entries) {
+        if (members.length === 1) {
+          head.resolve(effective.slice(at, at + head.size));
+          at += head.size;
           continue;
         }
         const first = Number(effective[at]);
         const passed = Number(effective[at + 1]);
-        const cost = g.args[1] as number;
+        const cost = head.args[1] as number;
         at += 2;
-        for (let j = 0; j < e.length; j++) (e[j] as Group).resolve([first + cost * Math.min(j, passed)]);
+        members.forEach((member, j) => {
+          member.resolve([first + cost * Math.min(j, passed)]);
+        });
       }
     } catch (err) {
       this.tellCluster(err as Error);
