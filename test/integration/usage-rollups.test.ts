@@ -13,6 +13,7 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type DashboardService, Granularity } from "../../gen/keyhold/dashboard/v1/dashboard_service_pb.js";
 import { hashPassword } from "../../src/domain/operators/password.js";
+import { readUsage } from "../../src/storage/analytics-usage.js";
 import { insertOperator, linkWorkspace } from "../../src/storage/operators.js";
 import { ensureWorkspace } from "../../src/storage/workspaces.js";
 import { signedInDashboard } from "../connect-clients.js";
@@ -34,6 +35,7 @@ const p = (time: number, outcome: string, count: number): Point => ({ time, outc
 describe("GetUsage from the analytics roll-ups", () => {
   const h = useHarness();
   let dash: Client<typeof DashboardService>;
+  let operatorId: string;
   let wsA: string;
   let wsB: string;
   // Two APIs in workspace A, one in B; a1 and a2 are keys of api1, a3 of api2, b1 of apiB.
@@ -78,7 +80,7 @@ describe("GetUsage from the analytics roll-ups", () => {
     await h.app.listen({ port: 0, host: "127.0.0.1" });
     const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
     const email = `${uid("op")}@example.test`;
-    const operatorId = await insertOperator(h.db.pool, { email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    operatorId = await insertOperator(h.db.pool, { email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
     wsA = h.workspaceId;
     const otherName = uid("usage_other");
     const rootB = await h.rootKey(["*"], otherName);
@@ -203,6 +205,62 @@ describe("GetUsage from the analytics roll-ups", () => {
     expect((await h.post("/v2/apis.deleteApi", { apiId: api2 }, rootA)).status).toBe(200);
     expect(await usage({ ...last30Days, apiId: api2 })).toEqual([p(d2, "VALID", 6)]);
     expect(await usage({ ...last30Days, apiId: "api_no_such_api" })).toEqual([]);
+  });
+
+  it("a workspace with more key spaces than one statement reads: every key space summed, none outside the range", async () => {
+    // Each key space's range of the primary key is read (migrations/0013): the
+    // workspace's key spaces are found first, then read 500 to a statement.
+    const wsC = (await ensureWorkspace(h.db.pool, uid("usage_many"), Date.now())).id;
+    await linkWorkspace(h.db.pool, operatorId, wsC, Date.now());
+    const ks = (i: number) => `ks_usage_many_${String(i).padStart(4, "0")}`;
+    const C = (time: number, keySpaceId: string, keyId: string, outcome: string, count: number) => ({
+      time,
+      workspaceId: wsC,
+      keySpaceId,
+      keyId,
+      outcome,
+      count,
+    });
+    const keyC = "key_usage_c";
+    await insertRollupRows(h.db.pool, "minute", [
+      ...Array.from({ length: 1_200 }, (_, i) => C(m1, ks(i), `key_usage_many_${i}`, "VALID", 1)),
+      // One key's rows under two key spaces that fall in different statements.
+      C(m2, ks(0), keyC, "VALID", 5),
+      C(m2, ks(1_100), keyC, "VALID", 5),
+      C(m1, "", "", "NOT_FOUND", 4),
+      // Key spaces whose only buckets are outside the range, on either side.
+      C(END, ks(1_200), keyC, "VALID", 100),
+      C(END - HOUR - MIN, ks(1_201), keyC, "VALID", 100),
+    ]);
+    expect(await usage({ ...lastHour, workspaceId: wsC })).toEqual([p(m1, "NOT_FOUND", 4), p(m1, "VALID", 1_200), p(m2, "VALID", 10)]);
+    expect(await usage({ ...lastHour, workspaceId: wsC, keyId: keyC })).toEqual([p(m2, "VALID", 10)]);
+    expect(await usage({ from: END - HOUR - MIN, to: END + MIN, granularity: Granularity.MINUTE, workspaceId: wsC, keyId: keyC })).toEqual([
+      p(END - HOUR - MIN, "VALID", 100),
+      p(m2, "VALID", 10),
+      p(END, "VALID", 100),
+    ]);
+
+    // Against a plain read of the table (no key spaces named), on random ranges and keys.
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    const reference = async (keyId: string | undefined, from: number, to: number) => {
+      const [found] = await h.db.pool.query(
+        `SELECT TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', \`time\`) AS t, outcome, SUM(count) AS n FROM analytics_verifications_per_minute
+          WHERE workspace_id = ? ${keyId === undefined ? "" : "AND key_id = ?"} AND \`time\` >= ? AND \`time\` < ? GROUP BY \`time\`, outcome ORDER BY \`time\`, outcome`,
+        [wsC, ...(keyId === undefined ? [] : [keyId]), new Date(from).toISOString().slice(0, 19), new Date(to).toISOString().slice(0, 19)],
+      );
+      return (found as Array<{ t: number; outcome: string; n: string }>).map((r) => p(Number(r.t) * 1000, r.outcome, Number(r.n)));
+    };
+    for (let i = 0; i < 20; i++) {
+      const from = END - HOUR - 2 * MIN + next(70) * MIN;
+      const to = from + (1 + next(70)) * MIN;
+      const keyId = [undefined, keyC, "key_usage_many_7", "key_usage_many_1150"][next(4)];
+      const got = await readUsage(h.db.pool, { workspaceId: wsC, keyId, from, to, granularity: "minute" });
+      expect(got, `${keyId} ${from}-${to}`).toEqual(await reference(keyId, from, to));
+    }
   });
 
   it("answers a range that ends past what a DATETIME holds, and one that starts there", async () => {
