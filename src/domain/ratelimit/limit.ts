@@ -6,7 +6,7 @@ import type { LimitCheck } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
-import { namespacesForLimit } from "./namespaces.js";
+import { cachedNamespaceNow, namespacesForLimit, requireLimitOn } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
 export interface LimitInput {
@@ -48,6 +48,17 @@ interface Planned {
   overrideId: string | undefined;
 }
 
+/** A request's limiter check, with the override (if any) that replaces its limit and duration. */
+function planned(p: Principal, input: LimitInput, namespaceId: string, override: { id: string; limit: number; duration: number } | undefined): Planned {
+  const check: LimitCheck = {
+    key: `${p.workspaceId}|ns|${namespaceId}|${input.identifier}`,
+    limit: override?.limit ?? input.limit,
+    duration: override?.duration ?? input.duration,
+    cost: input.cost ?? 1,
+  };
+  return { input, namespaceId, check, overrideId: override?.id };
+}
+
 /**
  * Resolves namespaces (permissions, auto-creation, 410) and overrides, and turns
  * each request into a limiter check. An override replaces both limit and
@@ -64,16 +75,26 @@ async function plan(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Pr
     inputs.map(async (input) => {
       const ns = namespaces.get(input.namespace);
       if (ns === undefined) throw new Error(`namespace ${input.namespace} was not resolved`);
-      const override = bestOverride(input.identifier, await overrideCandidates(deps, ns.id, input.identifier));
-      const check: LimitCheck = {
-        key: `${p.workspaceId}|ns|${ns.id}|${input.identifier}`,
-        limit: override?.limit ?? input.limit,
-        duration: override?.duration ?? input.duration,
-        cost: input.cost ?? 1,
-      };
-      return { input, namespaceId: ns.id, check, overrideId: override?.id };
+      return planned(p, input, ns.id, bestOverride(input.identifier, await overrideCandidates(deps, ns.id, input.identifier)));
     }),
   );
+}
+
+/**
+ * plan() of one request whose namespace and override candidates are both
+ * cached, without a promise: the same checks in the same order (the namespace's
+ * `limit` grant, then 410 for a deleted one). Undefined when either is not
+ * cached; plan() then reads it. A hot identifier's ratelimit.limit made seven
+ * promises in plan() (namespacesForLimit, cachedNamespace, overrideCandidates
+ * and their Promise.all), each settled in a microtask of its own.
+ */
+function planCached(deps: Deps, p: Principal, input: LimitInput): Planned | undefined {
+  const ns = cachedNamespaceNow(deps, p.workspaceId, input.namespace);
+  if (ns === undefined) return undefined;
+  const candidates = deps.overrideCache.get(`${ns.id}|${input.identifier}`);
+  if (candidates === undefined || candidates === MISS) return undefined;
+  requireLimitOn(p, ns);
+  return planned(p, input, ns.id, bestOverride(input.identifier, candidates.rows));
 }
 
 /** One analytics event per check (ratelimits_v1), written behind. */
@@ -90,13 +111,13 @@ function recordChecks(deps: Deps, p: Principal, now: number, checks: ReadonlyArr
 }
 
 export async function limit(deps: Deps, p: Principal, input: LimitInput): Promise<LimitOutcome> {
-  const [planned] = await plan(deps, p, [input]);
-  if (planned === undefined) throw new Error("no check planned");
+  const one = planCached(deps, p, input) ?? (await plan(deps, p, [input]))[0];
+  if (one === undefined) throw new Error("no check planned");
   const now = deps.clock.now();
-  const [r] = await deps.limiter.check([planned.check], now);
+  const [r] = await deps.limiter.check([one.check], now);
   if (r === undefined) throw new Error("the limiter returned no result");
-  recordChecks(deps, p, now, [{ namespaceId: planned.namespaceId, identifier: input.identifier, passed: r.passed }]);
-  return { limit: planned.check.limit, remaining: r.passed ? r.remaining : 0, reset: r.reset, success: r.passed, overrideId: planned.overrideId };
+  recordChecks(deps, p, now, [{ namespaceId: one.namespaceId, identifier: input.identifier, passed: r.passed }]);
+  return { limit: one.check.limit, remaining: r.passed ? r.remaining : 0, reset: r.reset, success: r.passed, overrideId: one.overrideId };
 }
 
 /** All or nothing: when any check fails, no counter is consumed (the limiter's batch rule). */

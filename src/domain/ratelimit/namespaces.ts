@@ -33,15 +33,26 @@ export function requireSomeNamespaceGrant(p: Principal, action: string): void {
 export const namespaceNotFound = (): AppError => new AppError("err:svc:data:ratelimit_namespace_not_found");
 export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimit_namespace_gone");
 
+/** The namespace of this name or id in the workspace, if the cache holds it. */
+export function cachedNamespaceNow(deps: Deps, workspaceId: string, ref: string): NamespaceRow | undefined {
+  const hit = deps.namespaceCache.get(`${workspaceId}|${ref}`);
+  return hit === MISS ? undefined : hit;
+}
+
 async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Promise<NamespaceRow | undefined> {
-  const key = `${workspaceId}|${ref}`;
-  const hit = deps.namespaceCache.get(key);
-  if (hit !== undefined && hit !== MISS) return hit;
+  const hit = cachedNamespaceNow(deps, workspaceId, ref);
+  if (hit !== undefined) return hit;
   const version = deps.namespaceCache.version;
   const ns = await findNamespace(deps.pool, workspaceId, ref);
   if (ns === undefined) return undefined;
-  deps.namespaceCache.setRead(version, key, ns, [`ns:${ns.id}`]);
+  deps.namespaceCache.setRead(version, `${workspaceId}|${ref}`, ns, [`ns:${ns.id}`]);
   return ns;
+}
+
+/** A limit request on an existing namespace: `limit` on it, then 410 when it is deleted. */
+export function requireLimitOn(p: Principal, ns: NamespaceRow): void {
+  requireAny(p, namespacePermission(ns.id, "limit"));
+  if (ns.deletedAt !== undefined) throw namespaceGone();
 }
 
 /** A live namespace for the override operations: unknown and deleted both read as missing. */

@@ -27,6 +27,17 @@ describe("ratelimit.limit 403", () => {
     expectError(h, await h.post("/v2/ratelimit.limit", body(b.name), rk), 403, FORBIDDEN);
   });
 
+  it("a namespace and identifier already cached (limited twice) still need the grant on that namespace", async () => {
+    const a = await existingNamespace();
+    const b = await existingNamespace();
+    // The second use reads b from the database and caches it; its identifier's override candidates are cached too.
+    expectOk(await h.post("/v2/ratelimit.limit", { ...body(b.name), cost: 0 }, await admin(h)));
+    const onA = await h.rootKey([`ratelimit.${a.id}.limit`]);
+    expectError(h, await h.post("/v2/ratelimit.limit", body(b.name), onA), 403, FORBIDDEN);
+    const onB = await h.rootKey([`ratelimit.${b.id}.limit`]);
+    expect(expectOk(await h.post("/v2/ratelimit.limit", body(b.name), onB))).toMatchObject({ success: true, limit: 10, remaining: 9 });
+  });
+
   // Permission strings use the namespace id, never its name (docs/permissions.md, "Grants: `resource.resourceId.action`").
   it("a grant naming the namespace by its name does not count", async () => {
     const ns = await existingNamespace();

@@ -16,5 +16,7 @@ describe("ratelimit.limit 410", () => {
     const detail = "This namespace has been deleted. Contact support to restore.";
     expectError(h, await h.post("/v2/ratelimit.limit", body, await admin(h)), 410, "err:svc:data:ratelimit_namespace_gone", detail);
     expectError(h, await h.post("/v2/ratelimit.limit", { ...body, namespace: id }, await admin(h)), 410, "err:svc:data:ratelimit_namespace_gone");
+    // Again by name: the deleted namespace is now cached (as read), and still 410.
+    expectError(h, await h.post("/v2/ratelimit.limit", body, await admin(h)), 410, "err:svc:data:ratelimit_namespace_gone", detail);
   });
 });
