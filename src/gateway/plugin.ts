@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, invalidInput } from "../core/errors.js";
 import { authenticateCached, lookupRootKey, RootKeyMiss } from "../domain/auth/authenticate.js";
 import type { Deps } from "../domain/deps.js";
-import type { Call, ServiceEntry } from "../services/types.js";
+import type { Answer, Call, ServiceEntry } from "../services/types.js";
 import { ACCEPTED_ENCODINGS_HEADER, bodyReadByHandler, inflate, type RequestEncoding, readBody, readBodyNow, requestEncoding } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { parseJson } from "../transport/decode.js";
@@ -105,7 +105,7 @@ export interface Route {
   output: DescMessage;
   method: DescMethod;
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: Call) => Promise<any>;
+  op: (req: any, call: Call) => Answer<any>;
 }
 
 export function routeTable(entries: ServiceEntry[]): Route[] {
@@ -164,7 +164,9 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         if (errors.length > 0) throw invalidInput(errors);
         // `json` already has the generated message's shape: the same object a Connect or gRPC caller's request has.
         const call: Call = { principal, requestId: req.id, idempotencyKey: headerValue(req.headers["idempotency-key"]) };
-        const response = await route.op(json, call);
+        // An answer that came as a value (a hot verifyKey, services/types.ts) is not awaited: an await is a microtask turn.
+        const answer = route.op(json, call);
+        const response = answer instanceof Promise ? await answer : answer;
         if (call.replayed === true) reply.header("idempotent-replayed", "true");
         const shaped = shapeResponse(route.path, route.output, response);
         // Write the response at the end of this event-loop turn, together with the

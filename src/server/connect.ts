@@ -28,7 +28,7 @@ import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
 import { catalog } from "../errors/catalog.js";
 import { groupOf } from "../gateway/plugin.js";
-import type { Call } from "../services/types.js";
+import type { Answer, Call } from "../services/types.js";
 import { ACCEPTED_ENCODINGS_HEADER, bodyReadByHandler, bodyTooLarge, inflate, readBody, requestEncoding, writeAnswer } from "../transport/body.js";
 import { singleAuthorization } from "../transport/credentials.js";
 import { badFraming, decodeBinary, decodeJson } from "../transport/decode.js";
@@ -44,7 +44,7 @@ export interface ConnectService {
   /** Who calls, from the request's headers alone (a root key, or the dashboard's session). */
   authenticate(headers: Headers): Promise<Principal>;
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  ops: Record<string, (req: any, call: Call) => Promise<any>>;
+  ops: Record<string, (req: any, call: Call) => Answer<any>>;
 }
 
 /** What the door found before Connect saw the request, handed to the operation. */

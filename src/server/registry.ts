@@ -24,12 +24,16 @@ import { metricsOf } from "../transport/metrics.js";
 function countingOutcomes(deps: Deps, ops: ReturnType<typeof keysService>): ReturnType<typeof keysService> {
   const metrics = metricsOf(deps);
   const verify = ops.verifyKey;
+  const counted = <T extends { code?: string }>(res: T): T => {
+    metrics.verification(String(res.code));
+    return res;
+  };
   return {
     ...ops,
-    verifyKey: async (req, call) => {
-      const res = await verify(req, call);
-      metrics.verification(String(res.code));
-      return res;
+    // Not async: a hot key's answer comes as a value (services/types.ts, Answer) and goes on as one.
+    verifyKey: (req, call) => {
+      const res = verify(req, call);
+      return res instanceof Promise ? res.then(counted) : counted(res);
     },
   };
 }

@@ -20,7 +20,7 @@ import {
   releaseIdempotencyKey,
   sweepIdempotencyRecords,
 } from "../storage/idempotency.js";
-import type { Call, ServiceEntry } from "./types.js";
+import type { Answer, Call, ServiceEntry } from "./types.js";
 
 /** Operations that change nothing: the header is accepted and has no effect. */
 export const isReadOnly = (method: string): boolean => /^(get|list)[A-Z]/.test(method) || method === "whoami";
@@ -57,7 +57,7 @@ async function once(
   input: DescMessage,
   output: DescMessage,
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: Call) => Promise<any>,
+  op: (req: any, call: Call) => Answer<any>,
   req: unknown,
   call: Call,
   key: string,
@@ -104,7 +104,7 @@ async function run(
   deps: Deps,
   output: DescMessage,
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: Call) => Promise<any>,
+  op: (req: any, call: Call) => Answer<any>,
   req: unknown,
   call: Call,
   scope: IdempotencyScope,

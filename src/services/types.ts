@@ -11,15 +11,22 @@ export interface Call {
   replayed?: boolean;
 }
 
+/**
+ * What an operation answers: a promise, or the answer itself when it needed
+ * nothing that waits (a hot keys.verifyKey). Every door awaits it, and a throw
+ * from the call itself is the same as a rejection there.
+ */
+export type Answer<T> = T | Promise<T>;
+
 /** One function per RPC of a service, on the generated message types; a missing one fails typecheck. */
 export type Operations<S extends DescService> = {
   [M in keyof S["method"]]: S["method"][M] extends DescMethodUnary<infer I, infer O>
-    ? (req: MessageShape<I>, call: Call) => Promise<MessageInitShape<O>>
+    ? (req: MessageShape<I>, call: Call) => Answer<MessageInitShape<O>>
     : never;
 };
 
 export interface ServiceEntry {
   service: DescService;
   // biome-ignore lint/suspicious/noExplicitAny: the registry holds services of different shapes
-  ops: Record<string, (req: any, call: Call) => Promise<any>>;
+  ops: Record<string, (req: any, call: Call) => Answer<any>>;
 }

@@ -10,7 +10,7 @@ import type { Principal } from "../domain/auth/principal.js";
 import type { Deps } from "../domain/deps.js";
 import { toConnectError } from "../errors/catalog.js";
 import { redactKeys } from "../errors/redact.js";
-import type { Call } from "../services/types.js";
+import type { Answer, Call } from "../services/types.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { databaseUnavailableLog } from "./log-throttle.js";
 
@@ -53,7 +53,7 @@ export async function invokeRpc(
   docsBase: string,
   method: DescMethod,
   // biome-ignore lint/suspicious/noExplicitAny: operations of different shapes
-  op: (req: any, call: Call) => Promise<any>,
+  op: (req: any, call: Call) => Answer<any>,
   req: unknown,
   caller: Caller,
   requestId: string,

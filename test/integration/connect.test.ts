@@ -99,6 +99,20 @@ describe("Connect protocol on the HTTP port", () => {
     expect(err.findDetails(ErrorDetailSchema)[0]?.errors.some((e) => e.location.includes("name"))).toBe(true);
   });
 
+  // keys.verifyKey refuses these before anything waits (its outcome is then no promise, services/types.ts Answer).
+  it("VerifyKey's refusals made before any wait: PermissionDenied without a verify grant, InvalidArgument for a tag holding the key", async () => {
+    const { apiId } = await apis.createApi({ name: "connect-verify-refusals" }, auth(admin));
+    const { key } = await keys.createKey({ apiId }, auth(admin));
+    expect(await keys.verifyKey({ key }, auth(admin))).toMatchObject({ valid: true, code: "VALID" });
+    const denied = await connectError(keys.verifyKey({ key }, auth(await h.rootKey(["apis.*.read_api"]))));
+    expect(denied.code).toBe(Code.PermissionDenied);
+    expect(codeOf(denied)).toBe("err:svc:authorization:insufficient_permissions");
+    const invalid = await connectError(keys.verifyKey({ key, tags: [`k=${key}`] }, auth(admin)));
+    expect(invalid.code).toBe(Code.InvalidArgument);
+    expect(invalid.findDetails(ErrorDetailSchema)[0]?.errors.map((e) => e.location)).toContain("body.tags[0]");
+    expect(await keys.verifyKey({ key }, auth(admin))).toMatchObject({ valid: true, code: "VALID" });
+  });
+
   it("the JSON API keeps working on the same listening server", async () => {
     const { port } = h.app.server.address() as AddressInfo;
     const res = await fetch(`http://127.0.0.1:${port}/v2/apis.createApi`, {

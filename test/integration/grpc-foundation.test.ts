@@ -207,6 +207,21 @@ describe("gRPC front door", () => {
     expect(detail.errors.some((e) => e.location.includes("name"))).toBe(true);
   });
 
+  // keys.verifyKey refuses these before anything waits (its outcome is then no promise, services/types.ts Answer).
+  it("VerifyKey's refusals made before any wait: PERMISSION_DENIED without a verify grant, INVALID_ARGUMENT for a tag holding the key", async () => {
+    const { apiId } = await apisRpc("CreateApi", { name: "grpc-verify-refusals" }, admin);
+    const { key } = await keysRpc("CreateKey", { apiId }, admin);
+    expect(await keysRpc("VerifyKey", { key }, admin)).toMatchObject({ valid: true, code: "VALID" });
+    const denied = await rejection(keysRpc("VerifyKey", { key }, await h.rootKey(["apis.*.read_api"])));
+    expect(denied.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(errorCodeOf(denied)).toBe("err:svc:authorization:insufficient_permissions");
+    const invalid = await rejection(keysRpc("VerifyKey", { key, tags: [`k=${key}`] }, admin));
+    expect(invalid.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const any = decodeStatus(invalid.metadata.get("grpc-status-details-bin")[0] as Buffer).details[0] as { value: Uint8Array };
+    expect(fromBinary(ErrorDetailSchema, any.value).errors.map((e) => e.location)).toContain("body.tags[0]");
+    expect(await keysRpc("VerifyKey", { key }, admin)).toMatchObject({ valid: true, code: "VALID" });
+  });
+
   it("grpc.health.v1.Health/Check answers SERVING for the server and for each keyhold service", async () => {
     const check = (service: string) =>
       new Promise<Json>((resolve, reject) =>

@@ -90,8 +90,8 @@ function validate(input: VerifyKeyInput): void {
   v?.done();
 }
 
-/** A refused verification spends nothing but still reports the balance (docs/ratelimits.md, "Credits"). */
-async function refuse(
+/** A refused verification spends nothing but still reports the balance (docs/ratelimits.md, "Credits"); read only for a key with credits. */
+function refuse(
   deps: Deps,
   p: Principal,
   input: VerifyKeyInput,
@@ -99,8 +99,9 @@ async function refuse(
   now: number,
   code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED",
   ratelimits: RatelimitOutcome[] = NO_LIMITS,
-): Promise<VerifyOutcome> {
-  return outcome(deps, p, input, key, now, code, key.limitedCredits ? await readCredits(deps.pool, key.id) : undefined, ratelimits, 0);
+): VerifyOutcome | Promise<VerifyOutcome> {
+  if (!key.limitedCredits) return outcome(deps, p, input, key, now, code, undefined, ratelimits, 0);
+  return readCredits(deps.pool, key.id).then((credits) => outcome(deps, p, input, key, now, code, credits, ratelimits, 0));
 }
 
 /** Records the use and the analytics event of a verification that found its key, and makes its outcome. */
@@ -134,16 +135,33 @@ function outcome(
   return { valid: code === "VALID", code, key, credits, ratelimits };
 }
 
-export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Promise<VerifyOutcome> {
+/**
+ * A verification's outcome: the value itself when the key's record is cached
+ * and nothing needs the database or the limiter (a hot key without limits or
+ * credits, or one refused before them), a promise otherwise. The doors await
+ * either; a hot verification then makes no promise here nor in the layers
+ * above it (services/keys.ts, the outcome counter, the JSON door), each of
+ * which settled in a microtask of its own.
+ */
+export function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): VerifyOutcome | Promise<VerifyOutcome> {
   validate(input);
   // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND,
   // so the caller cannot tell whether the key exists (docs/auth.md, "401 or 403").
   requireSomeGrantFor(p, "apis", "verify_key", "apiId");
   const hash = hashKey(input.key);
-  // A hot key is answered by the cache without awaiting a promise.
-  let key = cachedKeyRecord(deps, hash);
-  if (key === null) key = await keyRecordByHash(deps, hash);
+  const key = cachedKeyRecord(deps, hash);
+  if (key === null || (key === undefined && input.migrationId !== undefined)) return lookUpAndVerify(deps, p, input, hash, key);
+  return verifyRecord(deps, p, input, key);
+}
+
+/** The record read from the database (null: not cached), or found through the request's key migration. */
+async function lookUpAndVerify(deps: Deps, p: Principal, input: VerifyKeyInput, hash: string, cached: null | undefined): Promise<VerifyOutcome> {
+  let key = cached === null ? await keyRecordByHash(deps, hash) : undefined;
   if (key === undefined && input.migrationId !== undefined) key = await keyRecordViaMigration(deps, p, input.key, hash, input.migrationId);
+  return verifyRecord(deps, p, input, key);
+}
+
+function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord | undefined): VerifyOutcome | Promise<VerifyOutcome> {
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
   if (
@@ -180,10 +198,13 @@ export async function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput)
   // The hot case, a key without limits or credits: its outcome with no closure, map or array made for it.
   const noLimits = input.ratelimits.length === 0 && key.ratelimits.length === 0 && (key.identity?.ratelimits.length ?? 0) === 0;
   if (noLimits && !key.limitedCredits) return outcome(deps, p, input, key, now, "VALID", undefined, NO_LIMITS, 0);
+  return limitsAndCredits(deps, p, input, key, now, noLimits);
+}
 
-  const found = key;
+/** Rate limits, then credits: the stages that wait for the limiter or the database. */
+async function limitsAndCredits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, noLimits: boolean): Promise<VerifyOutcome> {
   const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[], spentCredits = 0) =>
-    outcome(deps, p, input, found, now, code, credits, ratelimits, spentCredits);
+    outcome(deps, p, input, key, now, code, credits, ratelimits, spentCredits);
   const checks = noLimits ? [] : ratelimitChecks(key, input.ratelimits);
   let outcomes: RatelimitOutcome[] = NO_LIMITS;
   if (checks.length > 0) {
