@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { LimitRequest, RatelimitOverrideSchema, RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import type { LimitRequest, LimitResponseSchema, RatelimitOverrideSchema, RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import type { Deps } from "../domain/deps.js";
-import { type LimitInput, limit, multiLimit } from "../domain/ratelimit/limit.js";
+import { type LimitInput, type LimitOutcome, limit, multiLimit } from "../domain/ratelimit/limit.js";
 import { deleteOverride, getOverride, listOverrides, type OverrideRow, setOverride } from "../domain/ratelimit/overrides.js";
 import { big, num, optNum } from "./convert.js";
 import { toPagination } from "./mappers.js";
@@ -23,17 +23,20 @@ const toOverride = (o: OverrideRow): MessageInitShape<typeof RatelimitOverrideSc
   namespaceId: o.namespaceId,
 });
 
+const limitAnswer = (r: LimitOutcome): MessageInitShape<typeof LimitResponseSchema> => ({
+  limit: big(r.limit),
+  remaining: big(r.remaining),
+  reset: big(r.reset),
+  success: r.success,
+  ...(r.overrideId === undefined ? {} : { overrideId: r.overrideId }),
+});
+
 export function ratelimitService(deps: Deps): Operations<typeof RatelimitService> {
   return {
-    async limit(req, { principal }) {
-      const r = await limit(deps, principal, limitIn(req));
-      return {
-        limit: big(r.limit),
-        remaining: big(r.remaining),
-        reset: big(r.reset),
-        success: r.success,
-        ...(r.overrideId === undefined ? {} : { overrideId: r.overrideId }),
-      };
+    limit(req, { principal }) {
+      const r = limit(deps, principal, limitIn(req));
+      // A hot identifier's outcome is the value itself (domain/ratelimit/limit.ts): answered without a promise.
+      return r instanceof Promise ? r.then(limitAnswer) : limitAnswer(r);
     },
     async multiLimit(req, { principal }) {
       const r = await multiLimit(deps, principal, req.limits.map(limitIn));

@@ -31,7 +31,8 @@ export interface LimitResult {
 }
 
 export interface Limiter {
-  check(checks: readonly LimitCheck[], now: number): Promise<LimitResult[]>;
+  /** The results as a value when they are known at once (the in-process limiter), a promise when they wait (Redis). */
+  check(checks: readonly LimitCheck[], now: number): LimitResult[] | Promise<LimitResult[]>;
   close(): Promise<void>;
   /** True while a shared limiter answers from its fallback (e.g. Redis unreachable). */
   degraded?(): boolean;
@@ -59,7 +60,8 @@ export class MemoryLimiter implements Limiter {
     this.sweeper.unref();
   }
 
-  async check(checks: readonly LimitCheck[], now: number): Promise<LimitResult[]> {
+  /** Answered at once: a caller awaiting a promise here spent a microtask turn on every check. */
+  check(checks: readonly LimitCheck[], now: number): LimitResult[] {
     return this.checkSync(checks, now);
   }
 

@@ -6,7 +6,7 @@
 import { AppError } from "../../core/errors.js";
 import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
-import type { LimitCheck } from "../../storage/memory-limiter.js";
+import type { LimitCheck, LimitResult } from "../../storage/memory-limiter.js";
 import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -201,48 +201,82 @@ function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyR
   return limitsAndCredits(deps, p, input, key, now, noLimits);
 }
 
-/** Rate limits, then credits: the stages that wait for the limiter or the database. */
-async function limitsAndCredits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, noLimits: boolean): Promise<VerifyOutcome> {
-  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, ratelimits: RatelimitOutcome[], spentCredits = 0) =>
-    outcome(deps, p, input, key, now, code, credits, ratelimits, spentCredits);
+/**
+ * Rate limits, then credits. The in-process limiter answers at once, and a key
+ * without credits then needs nothing that waits: its outcome is a value.
+ */
+function limitsAndCredits(
+  deps: Deps,
+  p: Principal,
+  input: VerifyKeyInput,
+  key: KeyRecord,
+  now: number,
+  noLimits: boolean,
+): VerifyOutcome | Promise<VerifyOutcome> {
   const checks = noLimits ? [] : ratelimitChecks(key, input.ratelimits);
-  let outcomes: RatelimitOutcome[] = NO_LIMITS;
-  if (checks.length > 0) {
-    const results = await deps.limiter.check(
-      checks.map((c) => c.check),
-      now,
-    );
-    outcomes = checks.map((c, i) => {
-      const r = results[i] as (typeof results)[number];
-      return {
-        id: c.config.id,
-        name: c.config.name,
-        limit: c.config.limit,
-        duration: c.config.duration,
-        reset: r.reset,
-        remaining: r.remaining,
-        exceeded: !r.passed,
-        autoApply: c.config.autoApply,
-      };
-    });
-    if (outcomes.some((o) => o.exceeded)) return refuse(deps, p, input, key, now, "RATE_LIMITED", outcomes);
-  }
+  if (checks.length === 0) return credits(deps, p, input, key, now, NO_LIMITS);
+  const results = deps.limiter.check(
+    checks.map((c) => c.check),
+    now,
+  );
+  return results instanceof Promise
+    ? results.then((r) => afterLimits(deps, p, input, key, now, checks, r))
+    : afterLimits(deps, p, input, key, now, checks, results);
+}
 
-  if (!key.limitedCredits) return result("VALID", undefined, outcomes);
+function afterLimits(
+  deps: Deps,
+  p: Principal,
+  input: VerifyKeyInput,
+  key: KeyRecord,
+  now: number,
+  checks: PlannedCheck[],
+  results: LimitResult[],
+): VerifyOutcome | Promise<VerifyOutcome> {
+  const outcomes = checks.map((c, i) => {
+    const r = results[i] as LimitResult;
+    return {
+      id: c.config.id,
+      name: c.config.name,
+      limit: c.config.limit,
+      duration: c.config.duration,
+      reset: r.reset,
+      remaining: r.remaining,
+      exceeded: !r.passed,
+      autoApply: c.config.autoApply,
+    };
+  });
+  if (outcomes.some((o) => o.exceeded)) return refuse(deps, p, input, key, now, "RATE_LIMITED", outcomes);
+  return credits(deps, p, input, key, now, outcomes);
+}
+
+/** The credits stage: nothing to do for a key without credits; a spend (or a read, at cost 0) otherwise. */
+function credits(
+  deps: Deps,
+  p: Principal,
+  input: VerifyKeyInput,
+  key: KeyRecord,
+  now: number,
+  outcomes: RatelimitOutcome[],
+): VerifyOutcome | Promise<VerifyOutcome> {
+  if (!key.limitedCredits) return outcome(deps, p, input, key, now, "VALID", undefined, outcomes, 0);
+  return spend(deps, p, input, key, now, outcomes);
+}
+
+async function spend(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, outcomes: RatelimitOutcome[]): Promise<VerifyOutcome> {
+  const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, spentCredits = 0) =>
+    outcome(deps, p, input, key, now, code, credits, outcomes, spentCredits);
   if (key.refill !== undefined && refillDue(key.refill, key.lastRefillAt, now)) {
     await applyRefill(deps.pool, key.id, currentRefillPeriodStart(key.refill, now), now);
     key.lastRefillAt = now;
   }
   const cost = input.credits?.cost ?? 1;
-  if (cost === 0) {
-    const remaining = await readCredits(deps.pool, key.id);
-    return result("VALID", remaining, outcomes);
-  }
+  if (cost === 0) return result("VALID", await readCredits(deps.pool, key.id));
   const spent = await deps.credits.spend(key.id, cost);
-  if (spent.ok) return result("VALID", spent.remaining, outcomes, spent.remaining === undefined ? 0 : cost);
+  if (spent.ok) return result("VALID", spent.remaining, spent.remaining === undefined ? 0 : cost);
   // No balance at all means the key became unlimited since it was cached.
-  if (spent.remaining === undefined) return result("VALID", undefined, outcomes);
-  return result("USAGE_EXCEEDED", spent.remaining, outcomes);
+  if (spent.remaining === undefined) return result("VALID", undefined);
+  return result("USAGE_EXCEEDED", spent.remaining);
 }
 
 interface PlannedCheck {
