@@ -164,7 +164,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         if (errors.length > 0) throw invalidInput(errors);
         // `json` already has the generated message's shape: the same object a Connect or gRPC caller's request has.
         const call: Call = { principal, requestId: req.id, idempotencyKey: headerValue(req.headers["idempotency-key"]) };
-        // An answer that came as a value (a hot verifyKey, services/types.ts) is not awaited: an await is a microtask turn.
+        // An answer that came as a value (a hot verifyKey or ratelimit.limit, services/types.ts Answer) is not awaited: an await is a microtask turn.
         const answer = route.op(json, call);
         const response = answer instanceof Promise ? await answer : answer;
         if (call.replayed === true) reply.header("idempotent-replayed", "true");

@@ -13,7 +13,7 @@ export interface Call {
 
 /**
  * What an operation answers: a promise, or the answer itself when it needed
- * nothing that waits (a hot keys.verifyKey). Every door awaits it, and a throw
+ * nothing that waits (a hot keys.verifyKey or ratelimit.limit). Every door awaits it, and a throw
  * from the call itself is the same as a rejection there.
  */
 export type Answer<T> = T | Promise<T>;
