@@ -6,6 +6,7 @@ import { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
 import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.js";
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import { RootKeysService } from "../../gen/keyhold/v2/root_keys_service_pb.js";
+import { andThen } from "../core/answer.js";
 import type { Deps } from "../domain/deps.js";
 import { analyticsService } from "../services/analytics.js";
 import { apisService } from "../services/apis.js";
@@ -32,8 +33,7 @@ function countingOutcomes(deps: Deps, ops: ReturnType<typeof keysService>): Retu
     ...ops,
     // Not async: a hot key's answer comes as a value (services/types.ts, Answer) and goes on as one.
     verifyKey: (req, call) => {
-      const res = verify(req, call);
-      return res instanceof Promise ? res.then(counted) : counted(res);
+      return andThen(verify(req, call), counted);
     },
   };
 }

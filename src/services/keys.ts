@@ -1,4 +1,5 @@
 import type { KeysService } from "../../gen/keyhold/v2/keys_service_pb.js";
+import { andThen } from "../core/answer.js";
 import type { Deps } from "../domain/deps.js";
 import { addPermissions, addRoles, removePermissions, removeRoles, setPermissions, setRoles } from "../domain/keys/grants.js";
 import { createKey, deleteKey, getKey, listKeys, whoami } from "../domain/keys/keys.js";
@@ -76,7 +77,7 @@ export function keysService(deps: Deps): Operations<typeof KeysService> {
         migrationId: req.migrationId,
       });
       // A hot key's outcome is the value itself (domain/keys/verify.ts): answered without a promise.
-      return out instanceof Promise ? out.then(verifyKeyAnswer) : verifyKeyAnswer(out);
+      return andThen(out, verifyKeyAnswer);
     },
     getKey: async (req, { principal }) => ({ key: toKeyResponse(await getKey(deps, principal, req)) }),
     whoami: async (req, { principal }) => ({ key: toKeyResponse(await whoami(deps, principal, req)) }),

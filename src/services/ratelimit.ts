@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LimitRequest, LimitResponseSchema, RatelimitOverrideSchema, RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
+import { andThen } from "../core/answer.js";
 import type { Deps } from "../domain/deps.js";
 import { type LimitInput, type LimitOutcome, limit, multiLimit } from "../domain/ratelimit/limit.js";
 import { deleteOverride, getOverride, listOverrides, type OverrideRow, setOverride } from "../domain/ratelimit/overrides.js";
@@ -34,9 +35,8 @@ const limitAnswer = (r: LimitOutcome): MessageInitShape<typeof LimitResponseSche
 export function ratelimitService(deps: Deps): Operations<typeof RatelimitService> {
   return {
     limit(req, { principal }) {
-      const r = limit(deps, principal, limitIn(req));
       // A hot identifier's outcome is the value itself (domain/ratelimit/limit.ts): answered without a promise.
-      return r instanceof Promise ? r.then(limitAnswer) : limitAnswer(r);
+      return andThen(limit(deps, principal, limitIn(req)), limitAnswer);
     },
     async multiLimit(req, { principal }) {
       const r = await multiLimit(deps, principal, req.limits.map(limitIn));

@@ -11,12 +11,10 @@ export interface Call {
   replayed?: boolean;
 }
 
-/**
- * What an operation answers: a promise, or the answer itself when it needed
- * nothing that waits (a hot keys.verifyKey or ratelimit.limit). Every door awaits it, and a throw
- * from the call itself is the same as a rejection there.
- */
-export type Answer<T> = T | Promise<T>;
+import type { Answer } from "../core/answer.js";
+
+/** What an operation answers: a promise, or the answer itself when nothing waited (core/answer.ts). */
+export type { Answer };
 
 /** One function per RPC of a service, on the generated message types; a missing one fails typecheck. */
 export type Operations<S extends DescService> = {

@@ -7,6 +7,7 @@
 // batch to completion without interleaving.
 
 import { LRUCache } from "lru-cache";
+import type { Answer } from "../core/answer.js";
 
 export interface LimitCheck {
   /** Counter identity: workspace, scope (namespace or limit name) and identifier. */
@@ -32,7 +33,7 @@ export interface LimitResult {
 
 export interface Limiter {
   /** The results as a value when they are known at once (the in-process limiter), a promise when they wait (Redis). */
-  check(checks: readonly LimitCheck[], now: number): LimitResult[] | Promise<LimitResult[]>;
+  check(checks: readonly LimitCheck[], now: number): Answer<LimitResult[]>;
   close(): Promise<void>;
   /** True while a shared limiter answers from its fallback (e.g. Redis unreachable). */
   degraded?(): boolean;

@@ -3,6 +3,7 @@
 // DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS, rate limits, credits; the first
 // failure wins and later stages consume nothing.
 
+import { type Answer, andThen } from "../../core/answer.js";
 import { AppError } from "../../core/errors.js";
 import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
@@ -99,7 +100,7 @@ function refuse(
   now: number,
   code: "DISABLED" | "EXPIRED" | "INSUFFICIENT_PERMISSIONS" | "RATE_LIMITED",
   ratelimits: RatelimitOutcome[] = NO_LIMITS,
-): VerifyOutcome | Promise<VerifyOutcome> {
+): Answer<VerifyOutcome> {
   if (!key.limitedCredits) return outcome(deps, p, input, key, now, code, undefined, ratelimits, 0);
   return readCredits(deps.pool, key.id).then((credits) => outcome(deps, p, input, key, now, code, credits, ratelimits, 0));
 }
@@ -143,7 +144,7 @@ function outcome(
  * above it (services/keys.ts, the outcome counter, the JSON door), each of
  * which settled in a microtask of its own.
  */
-export function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): VerifyOutcome | Promise<VerifyOutcome> {
+export function verifyKey(deps: Deps, p: Principal, input: VerifyKeyInput): Answer<VerifyOutcome> {
   validate(input);
   // No verify grant at all is a 403; a grant for other APIs only reads as NOT_FOUND,
   // so the caller cannot tell whether the key exists (docs/auth.md, "401 or 403").
@@ -161,7 +162,7 @@ async function lookUpAndVerify(deps: Deps, p: Principal, input: VerifyKeyInput, 
   return verifyRecord(deps, p, input, key);
 }
 
-function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord | undefined): VerifyOutcome | Promise<VerifyOutcome> {
+function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord | undefined): Answer<VerifyOutcome> {
   // Another workspace's key, a deleted key or API, and a key of an API this root
   // key may not verify all look the same: the caller learns nothing about it.
   if (
@@ -205,23 +206,16 @@ function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyR
  * Rate limits, then credits. The in-process limiter answers at once, and a key
  * without credits then needs nothing that waits: its outcome is a value.
  */
-function limitsAndCredits(
-  deps: Deps,
-  p: Principal,
-  input: VerifyKeyInput,
-  key: KeyRecord,
-  now: number,
-  noLimits: boolean,
-): VerifyOutcome | Promise<VerifyOutcome> {
+function limitsAndCredits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, noLimits: boolean): Answer<VerifyOutcome> {
   const checks = noLimits ? [] : ratelimitChecks(key, input.ratelimits);
   if (checks.length === 0) return credits(deps, p, input, key, now, NO_LIMITS);
-  const results = deps.limiter.check(
-    checks.map((c) => c.check),
-    now,
+  return andThen(
+    deps.limiter.check(
+      checks.map((c) => c.check),
+      now,
+    ),
+    (results) => afterLimits(deps, p, input, key, now, checks, results),
   );
-  return results instanceof Promise
-    ? results.then((r) => afterLimits(deps, p, input, key, now, checks, r))
-    : afterLimits(deps, p, input, key, now, checks, results);
 }
 
 function afterLimits(
@@ -232,7 +226,7 @@ function afterLimits(
   now: number,
   checks: PlannedCheck[],
   results: LimitResult[],
-): VerifyOutcome | Promise<VerifyOutcome> {
+): Answer<VerifyOutcome> {
   const outcomes = checks.map((c, i) => {
     const r = results[i] as LimitResult;
     return {
@@ -251,14 +245,7 @@ function afterLimits(
 }
 
 /** The credits stage: nothing to do for a key without credits; a spend (or a read, at cost 0) otherwise. */
-function credits(
-  deps: Deps,
-  p: Principal,
-  input: VerifyKeyInput,
-  key: KeyRecord,
-  now: number,
-  outcomes: RatelimitOutcome[],
-): VerifyOutcome | Promise<VerifyOutcome> {
+function credits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, outcomes: RatelimitOutcome[]): Answer<VerifyOutcome> {
   if (!key.limitedCredits) return outcome(deps, p, input, key, now, "VALID", undefined, outcomes, 0);
   return spend(deps, p, input, key, now, outcomes);
 }

@@ -2,6 +2,7 @@
 // identifier inside a namespace, with overrides (docs/ratelimits.md, "Standalone
 // limits: `ratelimit.limit` and `ratelimit.multiLimit`").
 import { MISS } from "../../cache/verification-cache.js";
+import { type Answer, andThen } from "../../core/answer.js";
 import type { LimitCheck, LimitResult } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
@@ -115,22 +116,21 @@ function recordChecks(deps: Deps, p: Principal, now: number, checks: ReadonlyArr
  * candidates cached, the in-process limiter), a promise otherwise; the doors
  * await either.
  */
-export function limit(deps: Deps, p: Principal, input: LimitInput): LimitOutcome | Promise<LimitOutcome> {
+export function limit(deps: Deps, p: Principal, input: LimitInput): Answer<LimitOutcome> {
   const cached = planCached(deps, p, input);
   if (cached !== undefined) return limitPlanned(deps, p, input, cached);
   return plan(deps, p, [input]).then(([one]) => limitPlanned(deps, p, input, one));
 }
 
-function limitPlanned(deps: Deps, p: Principal, input: LimitInput, one: Planned | undefined): LimitOutcome | Promise<LimitOutcome> {
+function limitPlanned(deps: Deps, p: Principal, input: LimitInput, one: Planned | undefined): Answer<LimitOutcome> {
   if (one === undefined) throw new Error("no check planned");
   const now = deps.clock.now();
-  const results = deps.limiter.check([one.check], now);
   const answer = ([r]: LimitResult[]): LimitOutcome => {
     if (r === undefined) throw new Error("the limiter returned no result");
     recordChecks(deps, p, now, [{ namespaceId: one.namespaceId, identifier: input.identifier, passed: r.passed }]);
     return { limit: one.check.limit, remaining: r.passed ? r.remaining : 0, reset: r.reset, success: r.passed, overrideId: one.overrideId };
   };
-  return results instanceof Promise ? results.then(answer) : answer(results);
+  return andThen(deps.limiter.check([one.check], now), answer);
 }
 
 /** All or nothing: when any check fails, no counter is consumed (the limiter's batch rule). */
