@@ -96,6 +96,97 @@ function compile(desc: DescMessage): Writer {
   };
 }
 
+/**
+ * The same JSON as `JSON.stringify(writerFor(desc)(v))`, written as text at once
+ * for a message sent whole as `data` (a verifyKey or ratelimit.limit answer):
+ * no object built to be walked again by JSON.stringify. Every value the
+ * object's writer would place as it is goes through JSON.stringify here too, so
+ * the text is the same byte for byte, key order included (the test compares
+ * both over every response message).
+ */
+type TextWriter = (v: unknown) => string;
+
+const textWriters = new WeakMap<DescMessage, TextWriter>();
+
+export function textWriterFor(desc: DescMessage): TextWriter {
+  let w = textWriters.get(desc);
+  if (w === undefined) {
+    w = compileText(desc);
+    textWriters.set(desc, w);
+  }
+  return w;
+}
+
+/** A value as JSON text, as JSON.stringify writes the value valueWriter places. */
+function valueText(kind: "scalar" | "enum" | "message", scalar: ScalarType | undefined, message: DescMessage | undefined): (v: unknown) => string {
+  if (kind === "message" && message !== undefined) {
+    if (message.typeName === "google.protobuf.Struct" || message.typeName === "google.protobuf.Value") return (v) => JSON.stringify(v);
+    return (v) => textWriterFor(message)(v);
+  }
+  if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return (v) => JSON.stringify(Number(v as bigint | number));
+  if (kind === "scalar" && scalar === ScalarType.BOOL) return (v) => (v === true ? "true" : v === false ? "false" : JSON.stringify(v));
+  return (v) => JSON.stringify(v);
+}
+
+function compileText(desc: DescMessage): TextWriter {
+  // Each step appends `"name":value` (with a leading comma when something came before) or nothing.
+  type Step = (src: Record<string, unknown>, out: { text: string }) => void;
+  const put = (out: { text: string }, name: string, value: string) => {
+    out.text = out.text.length === 1 ? `${out.text}${name}${value}` : `${out.text},${name}${value}`;
+  };
+  const steps: Step[] = desc.fields.map((f): Step => {
+    const key = f.localName;
+    const name = `${JSON.stringify(f.jsonName)}:`;
+    if (f.fieldKind === "list") {
+      const item = valueText(
+        f.listKind === "message" ? "message" : "scalar",
+        f.listKind === "scalar" ? f.scalar : undefined,
+        f.listKind === "message" ? f.message : undefined,
+      );
+      const always = ALWAYS_SENT.has(`${desc.typeName}.${f.name}`);
+      return (src, out) => {
+        const v = src[key] as unknown[] | undefined;
+        if (v !== undefined && v.length > 0) put(out, name, `[${v.map(item).join(",")}]`);
+        else if (always) put(out, name, "[]");
+      };
+    }
+    if (f.fieldKind === "map") {
+      return (src, out) => {
+        const v = src[key];
+        if (v !== undefined && Object.keys(v as object).length > 0) put(out, name, JSON.stringify(v));
+      };
+    }
+    const write = valueText(f.fieldKind, f.fieldKind === "scalar" ? f.scalar : undefined, f.fieldKind === "message" ? f.message : undefined);
+    const implicit = f.fieldKind !== "message" && f.presence === FeatureSet_FieldPresence.IMPLICIT;
+    const dflt = JSON.stringify(f.fieldKind === "scalar" ? scalarDefault(f.scalar) : 0);
+    return (src, out) => {
+      const v = src[key];
+      if (v !== undefined) put(out, name, write(v));
+      else if (implicit) put(out, name, dflt);
+    };
+  });
+  // A credits object without a balance: `remaining: null`, last, as the object's writer adds it.
+  // (A field written whenever it is unset is never null: its default is written.)
+  const remaining = desc.fields.find((f) => f.jsonName === "remaining");
+  const nullableRemaining =
+    desc.typeName === "keyhold.v2.KeyCredits" &&
+    !(remaining !== undefined && remaining.fieldKind === "scalar" && remaining.presence === FeatureSet_FieldPresence.IMPLICIT);
+  const remainingKey = remaining?.localName ?? "remaining";
+  return (v: unknown) => {
+    const src = (v ?? {}) as Record<string, unknown>;
+    const out = { text: "{" };
+    for (const step of steps) step(src, out);
+    if (nullableRemaining && src[remainingKey] === undefined) put(out, '"remaining":', "null");
+    return `${out.text}}`;
+  };
+}
+
+/** Whether an answer of this message goes whole as `data`, and so as text through textWriterFor. */
+export function sentWhole(desc: DescMessage): boolean {
+  const shape = shapeOf(desc);
+  return !shape.paginated && shape.unwrap === undefined;
+}
+
 export function messageToJson(desc: DescMessage, msg: unknown): JsonObj {
   return writerFor(desc)(msg);
 }
