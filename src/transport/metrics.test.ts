@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { Metrics } from "./metrics.js";
+
+/** A sample's value from the exposition text, by name and exact labels; undefined when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_]+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (m === null || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    const want = Object.entries(labels);
+    if (want.length === Object.keys(got).length && want.every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+describe("Metrics.request: requests and latency by transport, operation and status", () => {
+  it("counts each series apart, 200 and '200' as one, and buckets each latency once", async () => {
+    const m = new Metrics();
+    m.request("http", "keys.verifyKey", 200, 0.0004);
+    m.request("http", "keys.verifyKey", 200, 0.003);
+    m.request("http", "keys.verifyKey", "200", 0.02);
+    m.request("http", "keys.verifyKey", 429, 0.0004);
+    m.request("grpc", "keys.verifyKey", "OK", 20);
+    m.request("http", "keys.getKey", 404, 0.001);
+    const text = await m.text();
+    const requests = (transport: string, operation: string, status: string) => sample(text, "keyhold_requests_total", { transport, operation, status });
+    expect(requests("http", "keys.verifyKey", "200")).toBe(3);
+    expect(requests("http", "keys.verifyKey", "429")).toBe(1);
+    expect(requests("grpc", "keys.verifyKey", "OK")).toBe(1);
+    expect(requests("http", "keys.getKey", "404")).toBe(1);
+    expect(requests("grpc", "keys.getKey", "404")).toBeUndefined();
+    const bucket = (transport: string, le: string) => sample(text, "keyhold_request_duration_seconds_bucket", { transport, operation: "keys.verifyKey", le });
+    expect(bucket("http", "0.0005")).toBe(2);
+    expect(bucket("http", "0.005")).toBe(3);
+    expect(bucket("http", "0.025")).toBe(4);
+    expect(bucket("http", "+Inf")).toBe(4);
+    // Beyond the last bound: only in +Inf and the count.
+    expect(bucket("grpc", "10")).toBe(0);
+    expect(bucket("grpc", "+Inf")).toBe(1);
+    expect(sample(text, "keyhold_request_duration_seconds_count", { transport: "http", operation: "keys.verifyKey" })).toBe(4);
+    expect(sample(text, "keyhold_request_duration_seconds_sum", { transport: "http", operation: "keys.verifyKey" })).toBeCloseTo(0.0238, 6);
+  });
+});
