@@ -80,7 +80,7 @@ function messageValue(desc: DescMessage, r: () => number, depth = 0): unknown {
   return out;
 }
 
-/** Every response message, and every message inside one. */
+/** Every operation's response message (the messages inside them are written through them). */
 function responses(): DescMessage[] {
   return SERVICES.flatMap((s) => s.methods.map((m) => m.output));
 }

@@ -96,18 +96,18 @@ function compile(desc: DescMessage): Writer {
   };
 }
 
+type TextWriter = (v: unknown) => string;
+
+const textWriters = new WeakMap<DescMessage, TextWriter>();
+
 /**
  * The same JSON as `JSON.stringify(writerFor(desc)(v))`, written as text at once
  * for a message sent whole as `data` (a verifyKey or ratelimit.limit answer):
  * no object built to be walked again by JSON.stringify. Every value the
  * object's writer would place as it is goes through JSON.stringify here too, so
- * the text is the same byte for byte, key order included (the test compares
- * both over every response message).
+ * the text is the same byte for byte, key order included (json-response.test.ts
+ * compares both over every operation's response).
  */
-type TextWriter = (v: unknown) => string;
-
-const textWriters = new WeakMap<DescMessage, TextWriter>();
-
 export function textWriterFor(desc: DescMessage): TextWriter {
   let w = textWriters.get(desc);
   if (w === undefined) {
