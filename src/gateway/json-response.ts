@@ -27,15 +27,20 @@ function scalarDefault(t: ScalarType): JsonValue {
 /** List fields sent even when empty: the SDK requires both of migrateKeys's lists. */
 const ALWAYS_SENT = new Set(["keyhold.v2.MigrateKeysResponse.migrated", "keyhold.v2.MigrateKeysResponse.failed"]);
 
+/** What `make` gives for a message, made once a message and kept in `made`. */
+function once<T>(made: WeakMap<DescMessage, T>, desc: DescMessage, make: (desc: DescMessage) => T): T {
+  let v = made.get(desc);
+  if (v === undefined) {
+    v = make(desc);
+    made.set(desc, v);
+  }
+  return v;
+}
+
 const writers = new WeakMap<DescMessage, Writer>();
 
 export function writerFor(desc: DescMessage): Writer {
-  let w = writers.get(desc);
-  if (w === undefined) {
-    w = compile(desc);
-    writers.set(desc, w);
-  }
-  return w;
+  return once(writers, desc, compile);
 }
 
 function valueWriter(
@@ -109,12 +114,7 @@ const textWriters = new WeakMap<DescMessage, TextWriter>();
  * compares both over every operation's response).
  */
 export function textWriterFor(desc: DescMessage): TextWriter {
-  let w = textWriters.get(desc);
-  if (w === undefined) {
-    w = compileText(desc);
-    textWriters.set(desc, w);
-  }
-  return w;
+  return once(textWriters, desc, compileText);
 }
 
 /** A value as JSON text, as JSON.stringify writes the value valueWriter places. */
@@ -202,20 +202,14 @@ interface Shape {
 const shapes = new WeakMap<DescMessage, Shape>();
 
 function shapeOf(desc: DescMessage): Shape {
-  let s = shapes.get(desc);
-  if (s === undefined) {
-    const paginated = desc.fields.some((f) => f.name === "pagination");
-    s = {
+  return once(shapes, desc, (d) => {
+    const paginated = d.fields.some((f) => f.name === "pagination");
+    return {
       paginated,
-      rows: paginated ? desc.fields.find((f) => f.fieldKind === "list") : undefined,
-      unwrap:
-        !paginated && desc.fields.length === 1 && (desc.fields[0]?.fieldKind === "message" || desc.fields[0]?.fieldKind === "list")
-          ? desc.fields[0]
-          : undefined,
+      rows: paginated ? d.fields.find((f) => f.fieldKind === "list") : undefined,
+      unwrap: !paginated && d.fields.length === 1 && (d.fields[0]?.fieldKind === "message" || d.fields[0]?.fieldKind === "list") ? d.fields[0] : undefined,
     };
-    shapes.set(desc, s);
-  }
-  return s;
+  });
 }
 
 /**
