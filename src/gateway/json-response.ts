@@ -58,17 +58,22 @@ function valueWriter(
   return (v) => v as JsonValue;
 }
 
+/** The kind of a field's values as the writers take it: a list's items, or the field's own value. */
+type ValueKind = ["scalar" | "enum" | "message", ScalarType | undefined, DescMessage | undefined];
+function valueKind(f: DescField): ValueKind {
+  if (f.fieldKind === "list") {
+    return [f.listKind === "message" ? "message" : "scalar", f.listKind === "scalar" ? f.scalar : undefined, f.listKind === "message" ? f.message : undefined];
+  }
+  if (f.fieldKind === "map") return ["scalar", undefined, undefined];
+  return [f.fieldKind, f.fieldKind === "scalar" ? f.scalar : undefined, f.fieldKind === "message" ? f.message : undefined];
+}
+
 function compile(desc: DescMessage): Writer {
   const steps = desc.fields.map((f) => {
     const key = f.localName;
     const json = f.jsonName;
     if (f.fieldKind === "list") {
-      const item = valueWriter(
-        f,
-        f.listKind === "message" ? "message" : "scalar",
-        f.listKind === "scalar" ? f.scalar : undefined,
-        f.listKind === "message" ? f.message : undefined,
-      );
+      const item = valueWriter(f, ...valueKind(f));
       const always = ALWAYS_SENT.has(`${desc.typeName}.${f.name}`);
       return (src: Record<string, unknown>, out: JsonObj) => {
         const v = src[key] as unknown[] | undefined;
@@ -82,7 +87,7 @@ function compile(desc: DescMessage): Writer {
         if (v !== undefined && Object.keys(v as object).length > 0) out[json] = v as JsonValue;
       };
     }
-    const write = valueWriter(f, f.fieldKind, f.fieldKind === "scalar" ? f.scalar : undefined, f.fieldKind === "message" ? f.message : undefined);
+    const write = valueWriter(f, ...valueKind(f));
     const implicit = f.fieldKind !== "message" && f.presence === FeatureSet_FieldPresence.IMPLICIT;
     const dflt = f.fieldKind === "scalar" ? scalarDefault(f.scalar) : 0;
     return (src: Record<string, unknown>, out: JsonObj) => {
@@ -138,11 +143,7 @@ function compileText(desc: DescMessage): TextWriter {
     const key = f.localName;
     const name = `${JSON.stringify(f.jsonName)}:`;
     if (f.fieldKind === "list") {
-      const item = valueText(
-        f.listKind === "message" ? "message" : "scalar",
-        f.listKind === "scalar" ? f.scalar : undefined,
-        f.listKind === "message" ? f.message : undefined,
-      );
+      const item = valueText(...valueKind(f));
       const always = ALWAYS_SENT.has(`${desc.typeName}.${f.name}`);
       return (src, out) => {
         const v = src[key] as unknown[] | undefined;
@@ -156,7 +157,7 @@ function compileText(desc: DescMessage): TextWriter {
         if (v !== undefined && Object.keys(v as object).length > 0) put(out, name, JSON.stringify(v));
       };
     }
-    const write = valueText(f.fieldKind, f.fieldKind === "scalar" ? f.scalar : undefined, f.fieldKind === "message" ? f.message : undefined);
+    const write = valueText(...valueKind(f));
     const implicit = f.fieldKind !== "message" && f.presence === FeatureSet_FieldPresence.IMPLICIT;
     const dflt = JSON.stringify(f.fieldKind === "scalar" ? scalarDefault(f.scalar) : 0);
     return (src, out) => {
