@@ -77,14 +77,19 @@ const lit = (v: string): string => (PLAIN.test(v) ? `'${v}'` : escapeValue(v));
 class Times {
   private second = Number.NaN;
   private text = "";
-  /** The DATETIME(3) text, unquoted. */
+  private last = Number.NaN;
+  private lastText = "";
+  /** The DATETIME(3) text, unquoted; the last one's again for the same millisecond (a hot key's events share them by tens). */
   at(t: number): string {
+    if (t === this.last) return this.lastText;
     const s = t - (t % 1000);
     if (s !== this.second) {
       this.second = s;
       this.text = sqlTime(s, false);
     }
-    return `${this.text}.${String(t - s).padStart(3, "0")}`;
+    this.last = t;
+    this.lastText = `${this.text}.${String(t - s).padStart(3, "0")}`;
+    return this.lastText;
   }
 }
 
@@ -201,7 +206,20 @@ function rawRows<E extends { requestId: string; time: number }>(r: RawTableRows<
     infile: { name: table, data: Buffer.from(`${lines.join("\n")}\n`) },
   });
   if (load && tuples.length <= events.length * TUPLES_A_ROW_AT_MOST) {
-    const lines = events.map((e, i) => `${tsvField(e.requestId)}\t${times.at(e.time)}\t${(tupleOf[i] as number) + 1}\t${Math.trunc(lastOf(e))}`);
+    // A line's end (its tuple and number) is the last line's again in a run of a hot key's events.
+    let tuple = -1;
+    let value = Number.NaN;
+    let end = "";
+    const lines = events.map((e, i) => {
+      const t = tupleOf[i] as number;
+      const v = Math.trunc(lastOf(e));
+      if (t !== tuple || v !== value) {
+        tuple = t;
+        value = v;
+        end = `\t${t + 1}\t${v}`;
+      }
+      return `${tsvField(e.requestId)}\t${times.at(e.time)}${end}`;
+    });
     const set = shared.map((column, j) => `${column} = ELT(@t, ${tuples.map((t) => lits.of(t[j] as string)).join(",")})`).join(", ");
     return loadData(`(request_id, \`time\`, @t, ${last}) SET ${set}`, lines);
   }
@@ -222,17 +240,32 @@ function rawRows<E extends { requestId: string; time: number }>(r: RawTableRows<
  * through `parts` (TupleIds: the part most often new last) and written in the
  * shared columns' order by `values`.
  */
-function tuplesOf<E>(events: readonly E[], parts: (e: E) => readonly string[], values: (e: E) => string[]): { tupleOf: Int32Array; tuples: string[][] } {
+function tuplesOf<E>(
+  events: readonly E[],
+  same: (a: E, b: E) => boolean,
+  parts: (e: E) => readonly string[],
+  values: (e: E) => string[],
+): { tupleOf: Int32Array; tuples: string[][] } {
   const ids = new TupleIds();
   const tupleOf = new Int32Array(events.length);
   const tuples: string[][] = [];
+  let prev: E | undefined;
+  let t = -1;
   events.forEach((e, i) => {
-    const t = ids.id(parts(e));
+    // A hot key's events come in runs of one tuple: the last event's, by its strings, before any Map.
+    if (prev === undefined || !same(prev, e)) {
+      t = ids.id(parts(e));
+      if (t === tuples.length) tuples.push(values(e));
+    }
     tupleOf[i] = t;
-    if (t === tuples.length) tuples.push(values(e));
+    prev = e;
   });
   return { tupleOf, tuples };
 }
+
+/** Whether two rate-limit checks share their tuple (and their roll-ups' identity). */
+const sameLimit = (a: RatelimitEvent, b: RatelimitEvent): boolean =>
+  a.identifier === b.identifier && a.namespaceId === b.namespaceId && a.workspaceId === b.workspaceId;
 
 const VERIFICATION_SHARED = ["workspace_id", "key_space_id", "api_id", "key_id", "identity_id", "external_id", "outcome", "region", "tags"] as const;
 const RATELIMIT_SHARED = ["workspace_id", "namespace_id", "identifier"] as const;
@@ -248,21 +281,34 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
   const times = new Times();
   if (verifications.length > 0) {
     const tagTexts = new Map<readonly string[], string>();
+    // Each request's tags are an array of its own: most are empty, and not kept in the Map.
     const tagsOf = (e: VerificationEvent): string => {
+      if (e.tags.length === 0) return "[]";
       let t = tagTexts.get(e.tags);
       if (t === undefined) tagTexts.set(e.tags, (t = tagsText(e.tags)));
       return t;
     };
+    const same = (a: VerificationEvent, b: VerificationEvent): boolean =>
+      a.keyId === b.keyId &&
+      a.outcome === b.outcome &&
+      a.identityId === b.identityId &&
+      a.externalId === b.externalId &&
+      a.workspaceId === b.workspaceId &&
+      a.keySpaceId === b.keySpaceId &&
+      a.apiId === b.apiId &&
+      a.region === b.region &&
+      (a.tags === b.tags || tagsOf(a) === tagsOf(b));
     const lits = new Lits();
     const { tupleOf, tuples } = tuplesOf(
       verifications,
+      same,
       // The key last: a key seen once in the batch (the cold path) then adds an entry to a Map, not Maps of its own.
       (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
       (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
     );
     const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: verifications, tupleOf, tuples } as const;
     out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
-    out.push(...verificationRollups(verifications, tagsOf, lits));
+    out.push(...verificationRollups(verifications, same, tagsOf, lits));
   }
   if (ratelimits.length > 0) {
     // One LOAD DATA a query: mysql2 (3.24.5) leaves the socket listeners of every
@@ -271,7 +317,7 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
     // the most rows), rate-limit checks go as an INSERT.
     const lits = new Lits();
     const parts = (e: RatelimitEvent): string[] => [e.workspaceId, e.namespaceId, e.identifier];
-    const { tupleOf, tuples } = tuplesOf(ratelimits, parts, parts);
+    const { tupleOf, tuples } = tuplesOf(ratelimits, sameLimit, parts, parts);
     const rows = { table: "analytics_ratelimits", shared: RATELIMIT_SHARED, last: "passed", events: ratelimits, tupleOf, tuples } as const;
     out.push(rawRows({ ...rows, lastOf: (e) => (e.passed ? 1 : 0) }, verifications.length > 0 ? "insert" : form, times, lits));
     out.push(...ratelimitRollups(ratelimits, lits));
@@ -293,7 +339,8 @@ interface Sum {
 class Sums {
   private readonly byStart = new Map<number, Map<number, Sum>>();
   readonly all: Sum[] = [];
-  add(start: number, id: number, count: number, extra: number): void {
+  /** Adds to the sum of (start, id), made if new; returns it. */
+  add(start: number, id: number, count: number, extra: number): Sum {
     let row = this.byStart.get(start);
     if (row === undefined) this.byStart.set(start, (row = new Map()));
     const sum = row.get(id);
@@ -301,10 +348,11 @@ class Sums {
       const created = { start, id, count, extra };
       row.set(id, created);
       this.all.push(created);
-    } else {
-      sum.count += count;
-      sum.extra += extra;
+      return created;
     }
+    sum.count += count;
+    sum.extra += extra;
+    return sum;
   }
 }
 
@@ -319,14 +367,32 @@ interface Rolled<E> {
  * days and months from the minutes (one per minute group): events of a batch
  * share few minutes, so the coarser roll-ups cost next to nothing.
  */
-function rollUp<E extends { time: number }>(events: readonly E[], identity: (e: E) => readonly string[], extra: (e: E) => number): Rolled<E> {
+function rollUp<E extends { time: number }>(
+  events: readonly E[],
+  same: (a: E, b: E) => boolean,
+  identity: (e: E) => readonly string[],
+  extra: (e: E) => number,
+): Rolled<E> {
   const ids = new TupleIds();
   const first: E[] = [];
   const minutes = new Sums();
+  let prev: E | undefined;
+  let id = -1;
+  let sum: Sum | undefined;
   for (const e of events) {
-    const id = ids.id(identity(e));
-    if (id === first.length) first.push(e);
-    minutes.add(bucketStart(e.time, "minute"), id, 1, extra(e));
+    // As in tuplesOf: an event like the last one (`same` at least as strict as `identity`) has its
+    // identity, and in the same minute its sum.
+    if (prev === undefined || !same(prev, e)) {
+      id = ids.id(identity(e));
+      if (id === first.length) first.push(e);
+      sum = undefined;
+    }
+    prev = e;
+    const minute = bucketStart(e.time, "minute");
+    if (sum !== undefined && sum.start === minute) {
+      sum.count++;
+      sum.extra += extra(e);
+    } else sum = minutes.add(minute, id, 1, extra(e));
   }
   const sums = new Map<Rollup, Sum[]>([["minute", minutes.all]]);
   for (const g of ["hour", "day", "month"] as const) {
@@ -377,7 +443,12 @@ function bucketTimes(): (start: number) => string {
   };
 }
 
-function verificationRollups(events: readonly VerificationEvent[], tagsOf: (e: VerificationEvent) => string, lits: Lits): Statement[] {
+function verificationRollups(
+  events: readonly VerificationEvent[],
+  same: (a: VerificationEvent, b: VerificationEvent) => boolean,
+  tagsOf: (e: VerificationEvent) => string,
+  lits: Lits,
+): Statement[] {
   const hashes = new Map<string, string>();
   const hashOf = (tags: string): string => {
     let h = hashes.get(tags);
@@ -386,6 +457,7 @@ function verificationRollups(events: readonly VerificationEvent[], tagsOf: (e: V
   };
   const rolled = rollUp(
     events,
+    same,
     // The key last, as in the raw rows' tuples.
     (e) => [e.workspaceId, e.keySpaceId, e.identityId, e.outcome, hashOf(tagsOf(e)), e.keyId],
     (e) => e.spentCredits,
@@ -422,6 +494,7 @@ function verificationRollups(events: readonly VerificationEvent[], tagsOf: (e: V
 function ratelimitRollups(events: readonly RatelimitEvent[], lits: Lits): Statement[] {
   const rolled = rollUp(
     events,
+    sameLimit,
     (e) => [e.workspaceId, e.namespaceId, e.identifier],
     (e) => (e.passed ? 1 : 0),
   );

@@ -130,6 +130,122 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     expect(Number(rolled?.credits)).toBe(v.reduce((s, e) => s + e.spentCredits, 0));
   });
 
+  it("runs of one tuple (a hot key's), each broken by one column, keep every row's values and every sum", async () => {
+    // A batch takes an event like the one before it (the same strings) as the same tuple and, in the
+    // same minute, the same roll-up sum without looking either up: every column here breaks a run.
+    const base: VerificationEvent = {
+      requestId: "",
+      time: 0,
+      workspaceId: "ws_runs",
+      keySpaceId: "ks_runs",
+      apiId: "api_runs",
+      keyId: "key_runs",
+      identityId: "",
+      externalId: "",
+      outcome: "VALID",
+      region: "local",
+      tags: ["a=b"],
+      spentCredits: 0,
+    };
+    // Runs alternate between the base and one change: one column tells each run from the last.
+    const changes: Array<Partial<VerificationEvent>> = [
+      { keyId: "key_runs_2" },
+      { outcome: "RATE_LIMITED" },
+      { identityId: "id_runs" },
+      { externalId: "user_runs" },
+      { keySpaceId: "ks_runs_2" },
+      { apiId: "api_runs_2" },
+      { region: "eu" },
+      { tags: [] },
+      { tags: ["a=c"] },
+    ];
+    const t0 = Date.UTC(2026, 10, 29, 9, 0, 59, 990);
+    const v: VerificationEvent[] = [];
+    for (let run = 0; run < 40; run++) {
+      const change = run % 2 === 0 ? {} : (changes[(run >> 1) % changes.length] as Partial<VerificationEvent>);
+      // Runs of 1 to 7; several events a millisecond, and runs that cross a minute.
+      for (let j = 0; j < 1 + (run % 7); j++) {
+        const i = v.length;
+        // Each event's tags an array of its own, as each request's are.
+        v.push({
+          ...base,
+          ...change,
+          tags: [...(change.tags ?? base.tags)],
+          requestId: `req_runs_${i}`,
+          time: t0 + Math.floor(i / 3),
+          spentCredits: (i * 7) % 3,
+        });
+      }
+    }
+    const [raw] = analyticsBatch(v, [], "load");
+    expect(raw?.sql).toContain("ELT(@t, ");
+    await writeAnalytics(h.db.pool, v, []);
+
+    const got = await q(
+      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE request_id LIKE 'req\\_runs\\_%' ORDER BY `time`, request_id",
+    );
+    const iso = (t: number) => new Date(t).toISOString();
+    const byRequest = (rows: Rows) => [...rows].sort((a, b) => Number(String(a.request_id).slice(9)) - Number(String(b.request_id).slice(9)));
+    expect(byRequest(got)).toEqual(
+      v.map((e) => ({
+        ...rowOf(e),
+        t: `${iso(e.time).slice(0, 10)} ${iso(e.time).slice(11, 23)}000`,
+      })),
+    );
+
+    // The minute roll-up, summed here by its primary key's columns.
+    const sums = new Map<string, { count: number; credits: number }>();
+    for (const e of v) {
+      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.keySpaceId, e.keyId, e.identityId, e.outcome, JSON.stringify(e.tags)].join("|");
+      const sum = sums.get(k) ?? { count: 0, credits: 0 };
+      sum.count++;
+      sum.credits += e.spentCredits;
+      sums.set(k, sum);
+    }
+    const minutes = await q(
+      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, key_space_id, key_id, identity_id, outcome, tags, count, spent_credits FROM analytics_verifications_per_minute WHERE workspace_id = 'ws_runs'",
+    );
+    expect(
+      new Map(
+        minutes.map((m) => [
+          [m.t, m.key_space_id, m.key_id, m.identity_id, m.outcome, m.tags].join("|"),
+          { count: Number(m.count), credits: Number(m.spent_credits) },
+        ]),
+      ),
+    ).toEqual(sums);
+    expect(sums.size).toBeGreaterThan(changes.length); // both minutes hold several identities
+
+    // Rate-limit checks in runs too, each told from the last by its namespace or its identifier.
+    const r: RatelimitEvent[] = [];
+    for (let run = 0; run < 12; run++)
+      for (let j = 0; j < 1 + (run % 5); j++)
+        r.push({
+          requestId: `req_runs_rl_${r.length}`,
+          time: t0 + r.length,
+          workspaceId: "ws_runs",
+          namespaceId: run % 4 === 1 ? "ns_runs_2" : "ns_runs",
+          identifier: run % 4 === 3 ? "user_1" : "user_0",
+          passed: j % 2 === 0,
+        });
+    await writeAnalytics(h.db.pool, [], r);
+    const checks = await q("SELECT request_id, namespace_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_runs'");
+    expect(new Set(checks.map((c) => JSON.stringify([c.request_id, c.namespace_id, c.identifier, c.passed])))).toEqual(
+      new Set(r.map((e) => JSON.stringify([e.requestId, e.namespaceId, e.identifier, e.passed ? 1 : 0]))),
+    );
+    const limitSums = await q(
+      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, namespace_id, identifier, passed, total FROM analytics_ratelimits_per_minute WHERE workspace_id = 'ws_runs'",
+    );
+    const want = new Map<string, { passed: number; total: number }>();
+    for (const e of r) {
+      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.namespaceId, e.identifier].join("|");
+      const sum = want.get(k) ?? { passed: 0, total: 0 };
+      sum.passed += e.passed ? 1 : 0;
+      sum.total++;
+      want.set(k, sum);
+    }
+    expect(new Map(limitSums.map((m) => [[m.t, m.namespace_id, m.identifier].join("|"), { passed: Number(m.passed), total: Number(m.total) }]))).toEqual(want);
+  });
+
   it("a server that refuses LOAD DATA LOCAL gets the same batch once as INSERTs, and every later one too", async () => {
     // A client without the LOCAL_FILES capability is refused exactly as a server with local_infile off refuses
     // (MariaDB 4166; MySQL 8's default local_infile=OFF answers 3948).
