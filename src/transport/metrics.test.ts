@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { exactSample as sample } from "../../test/prometheus.js";
 import { Metrics } from "./metrics.js";
-
-/** A sample's value from the exposition text, by name and exact labels; undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_]+)\{([^}]*)\} (\S+)$/.exec(line);
-    if (m === null || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    const want = Object.entries(labels);
-    if (want.length === Object.keys(got).length && want.every(([k, v]) => got[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
 
 describe("Metrics.request: requests and latency by transport, operation and status", () => {
   it("counts each series apart, 200 and '200' as one, and buckets each latency once", async () => {

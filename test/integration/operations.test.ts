@@ -12,17 +12,7 @@ import { TcpProxy } from "../faults/tcp-proxy.js";
 import { api, key, verify } from "../fixtures.js";
 import { call, loadServices, service } from "../grpc-client.js";
 import { useHarness } from "../harness.js";
-
-/** The value of one sample line of the Prometheus text format (0 when absent). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const inner = /\{(.*)\}/.exec(line)?.[1] ?? "";
-    const have = Object.fromEntries([...inner.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return 0;
-}
+import { sample } from "../prometheus.js";
 
 describe("operations endpoints", () => {
   const h = useHarness();
