@@ -237,8 +237,9 @@ function rawRows<E extends { requestId: string; time: number }>(r: RawTableRows<
 
 /**
  * Each event's tuple number and each tuple's values (its first event's), found
- * through `parts` (TupleIds: the part most often new last) and written in the
- * shared columns' order by `values`.
+ * through `parts` (TupleIds: the part most often new last) unless `same` says
+ * the event's tuple is the last event's, and written in the shared columns'
+ * order by `values`.
  */
 function tuplesOf<E>(
   events: readonly E[],
@@ -288,6 +289,8 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       if (t === undefined) tagTexts.set(e.tags, (t = tagsText(e.tags)));
       return t;
     };
+    // Whether two verifications share their raw rows' tuple (every shared column): stricter than
+    // the roll-ups' identity (no API, external id or region there), so it serves both.
     const same = (a: VerificationEvent, b: VerificationEvent): boolean =>
       a.keyId === b.keyId &&
       a.outcome === b.outcome &&

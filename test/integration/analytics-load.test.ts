@@ -150,6 +150,7 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     // Runs alternate between the base and one change: one column tells each run from the last.
     const changes: Array<Partial<VerificationEvent>> = [
       { keyId: "key_runs_2" },
+      { workspaceId: "ws_runs_2" },
       { outcome: "RATE_LIMITED" },
       { identityId: "id_runs" },
       { externalId: "user_runs" },
@@ -196,54 +197,60 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     // The minute roll-up, summed here by its primary key's columns.
     const sums = new Map<string, { count: number; credits: number }>();
     for (const e of v) {
-      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.keySpaceId, e.keyId, e.identityId, e.outcome, JSON.stringify(e.tags)].join("|");
+      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.workspaceId, e.keySpaceId, e.keyId, e.identityId, e.outcome, JSON.stringify(e.tags)].join(
+        "|",
+      );
       const sum = sums.get(k) ?? { count: 0, credits: 0 };
       sum.count++;
       sum.credits += e.spentCredits;
       sums.set(k, sum);
     }
     const minutes = await q(
-      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, key_space_id, key_id, identity_id, outcome, tags, count, spent_credits FROM analytics_verifications_per_minute WHERE workspace_id = 'ws_runs'",
+      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, workspace_id, key_space_id, key_id, identity_id, outcome, tags, count, spent_credits FROM analytics_verifications_per_minute WHERE workspace_id IN ('ws_runs', 'ws_runs_2')",
     );
     expect(
       new Map(
         minutes.map((m) => [
-          [m.t, m.key_space_id, m.key_id, m.identity_id, m.outcome, m.tags].join("|"),
+          [m.t, m.workspace_id, m.key_space_id, m.key_id, m.identity_id, m.outcome, m.tags].join("|"),
           { count: Number(m.count), credits: Number(m.spent_credits) },
         ]),
       ),
     ).toEqual(sums);
     expect(sums.size).toBeGreaterThan(changes.length); // both minutes hold several identities
 
-    // Rate-limit checks in runs too, each told from the last by its namespace or its identifier.
+    // Rate-limit checks in runs too, each told from the last by its workspace, its namespace or its identifier.
     const r: RatelimitEvent[] = [];
     for (let run = 0; run < 12; run++)
       for (let j = 0; j < 1 + (run % 5); j++)
         r.push({
           requestId: `req_runs_rl_${r.length}`,
           time: t0 + r.length,
-          workspaceId: "ws_runs",
-          namespaceId: run % 4 === 1 ? "ns_runs_2" : "ns_runs",
-          identifier: run % 4 === 3 ? "user_1" : "user_0",
+          workspaceId: run % 6 === 5 ? "ws_runs_2" : "ws_runs",
+          namespaceId: run % 6 === 1 ? "ns_runs_2" : "ns_runs",
+          identifier: run % 6 === 3 ? "user_1" : "user_0",
           passed: j % 2 === 0,
         });
     await writeAnalytics(h.db.pool, [], r);
-    const checks = await q("SELECT request_id, namespace_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id = 'ws_runs'");
-    expect(new Set(checks.map((c) => JSON.stringify([c.request_id, c.namespace_id, c.identifier, c.passed])))).toEqual(
-      new Set(r.map((e) => JSON.stringify([e.requestId, e.namespaceId, e.identifier, e.passed ? 1 : 0]))),
+    const checks = await q(
+      "SELECT request_id, workspace_id, namespace_id, identifier, passed FROM analytics_ratelimits WHERE workspace_id IN ('ws_runs', 'ws_runs_2')",
+    );
+    expect(new Set(checks.map((c) => JSON.stringify([c.request_id, c.workspace_id, c.namespace_id, c.identifier, c.passed])))).toEqual(
+      new Set(r.map((e) => JSON.stringify([e.requestId, e.workspaceId, e.namespaceId, e.identifier, e.passed ? 1 : 0]))),
     );
     const limitSums = await q(
-      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, namespace_id, identifier, passed, total FROM analytics_ratelimits_per_minute WHERE workspace_id = 'ws_runs'",
+      "SELECT DATE_FORMAT(`time`, '%H:%i:%s') AS t, workspace_id, namespace_id, identifier, passed, total FROM analytics_ratelimits_per_minute WHERE workspace_id IN ('ws_runs', 'ws_runs_2')",
     );
     const want = new Map<string, { passed: number; total: number }>();
     for (const e of r) {
-      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.namespaceId, e.identifier].join("|");
+      const k = [iso(e.time - (e.time % 60_000)).slice(11, 19), e.workspaceId, e.namespaceId, e.identifier].join("|");
       const sum = want.get(k) ?? { passed: 0, total: 0 };
       sum.passed += e.passed ? 1 : 0;
       sum.total++;
       want.set(k, sum);
     }
-    expect(new Map(limitSums.map((m) => [[m.t, m.namespace_id, m.identifier].join("|"), { passed: Number(m.passed), total: Number(m.total) }]))).toEqual(want);
+    expect(
+      new Map(limitSums.map((m) => [[m.t, m.workspace_id, m.namespace_id, m.identifier].join("|"), { passed: Number(m.passed), total: Number(m.total) }])),
+    ).toEqual(want);
   });
 
   it("a server that refuses LOAD DATA LOCAL gets the same batch once as INSERTs, and every later one too", async () => {
