@@ -330,23 +330,33 @@ describe("every door refuses the same hostile requests the same way, within boun
     const fresh = await h.rootKey(["*"]);
     const name = `cancelled-${Date.now()}`;
     const before = server.output().length;
-    const { session, stream } = rawGrpcCall("/keyhold.v2.ApisService/CreateApi", fresh);
-    stream.on("error", () => undefined);
-    // The whole request goes out: were the call handed on after its cancel, the API would be made.
-    const message = Buffer.from([0x0a, name.length, ...Buffer.from(name)]);
-    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
-    stream.end(frame);
-    setImmediate(() => stream.close(http2.constants.NGHTTP2_CANCEL));
-    await new Promise((r) => stream.on("close", r));
-    session.close();
     const lines = () =>
       server
         .output()
         .slice(before)
         .split("\n")
         .filter((l) => l.includes('"operation":"apis.createApi"'));
-    for (let i = 0; i < 50 && lines().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
-    // Time for a second record, or for the operation, had either come.
+    // The root key's lookup waits on this lock until the cancel has been logged: the cancel
+    // comes while the key is looked up however slowly this machine runs the client (in a
+    // loaded CI run the lookup once ended first, and the call then rightly went on).
+    const lock = await h.deps.pool.getConnection();
+    await lock.query("LOCK TABLES root_keys WRITE");
+    try {
+      const { session, stream } = rawGrpcCall("/keyhold.v2.ApisService/CreateApi", fresh);
+      stream.on("error", () => undefined);
+      // The whole request goes out: were the call handed on after its cancel, the API would be made.
+      const message = Buffer.from([0x0a, name.length, ...Buffer.from(name)]);
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+      stream.end(frame);
+      setImmediate(() => stream.close(http2.constants.NGHTTP2_CANCEL));
+      await new Promise((r) => stream.on("close", r));
+      session.close();
+      for (let i = 0; i < 50 && lines().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await lock.query("UNLOCK TABLES");
+      lock.release();
+    }
+    // The lookup ends now: time for a second record, or for the operation, had either come.
     await new Promise((r) => setTimeout(r, 500));
     expect(lines(), "one record of the call").toHaveLength(1);
     expect(lines()[0]).toContain('"status":"CANCELLED"');
