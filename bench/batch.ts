@@ -6,9 +6,10 @@
 // as the recorder hands them over: a hot key's (2,000 verifications of one key,
 // no tags, each request's tags an array of its own, ~40 a millisecond) and keys
 // seen once (500 verifications, the cold path). Given another checkout (built,
-// e.g. a `git worktree`), its analyticsBatch is timed in the same process, rounds
-// alternating, and each round's ratio printed; the medians of BENCH_BATCH_ROUNDS
-// (7) rounds of BENCH_BATCH_MS (1,500) of CPU time each.
+// e.g. a `git worktree`), its analyticsBatch is timed in the same process, the
+// two builds in turn (the order flipped every round), and each round's ratio
+// printed; the medians of BENCH_BATCH_ROUNDS (7) rounds of BENCH_BATCH_MS
+// (1,500) of CPU time each.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { VerificationEvent } from "../src/storage/analytics.js";
@@ -80,9 +81,9 @@ async function main(): Promise<void> {
     const figures = builds.map(() => [] as number[]);
     const ratios: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      builds.forEach(([, build], i) => {
-        figures[i]?.push(time(build, sets));
-      });
+      // The order flipped every round: the build timed second inherits the first one's garbage.
+      const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
+      for (const i of order) figures[i]?.push(time((builds[i] as [string, Build])[1], sets));
       if (builds.length === 2) ratios.push((figures[1]?.[r] as number) / (figures[0]?.[r] as number));
     }
     const what = cold ? "keys seen once (500 a batch)" : "a hot key (2,000 a batch)";
