@@ -259,6 +259,30 @@ describe.each([
     }
   });
 
+  it("while a script call is at Redis, the checks of later turns wait for its answer and go as one call, in order", async () => {
+    const l = await limiter();
+    const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
+    const [queued, other] = twoSlots(l, "queued", "other");
+    // A BLPOP on the limiter's own connection (on a cluster, to the node of
+    // `queued`: the same hash tag) holds the next command there, the first
+    // script call, behind it for 100 ms: that call stays at Redis through the turns below.
+    const held = l.redis.blpop(`{${queued}}nothing`, 0.1);
+    const checks = [l.check([chk(queued, 4)], T0 + 10)];
+    for (let turn = 0; turn < 5; turn++) {
+      await new Promise((r) => setImmediate(r));
+      checks.push(l.check([chk(queued, 4)], T0 + 10), l.check([chk(other, 1)], T0 + 10));
+    }
+    const results = await Promise.all(checks);
+    await held;
+    // The first turn's call, then the ten checks of the five turns after it as one
+    // call (on a cluster one a slot: the two counters' slots differ, see twoSlots).
+    expect(send.mock.calls.map(([groups]) => groups.length)).toEqual(l.cluster ? [1, 5, 5] : [1, 10]);
+    // Counted in the order they were made (queued, then queued and other five
+    // times): "queued" passes 4 times, "other" once.
+    expect(results.map(([r]) => r?.passed)).toEqual([true, true, true, true, false, true, false, false, false, false, false]);
+    expect(results.map(([r]) => r?.remaining)).toEqual([3, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+  });
+
   it("shares counters between two instances: 100 parallel checks against 20 → exactly 20", async () => {
     const keyPrefix = prefix();
     const a = await limiter({ keyPrefix });
