@@ -308,7 +308,8 @@ export class RedisLimiter implements Limiter {
    * (`writeUtf8String` 2.0 µs a request in a verifyLimitRedis profile, ~10
    * requests a call). With one in flight, ~16 requests a call instead of ~10
    * (INFO commandstats over a bench run); `npm run bench:ab` with Redis
-   * (bench/README.md): keyhold's CPU a request ×0.89-1.02, req/s ×1.01-1.12.
+   * (bench/README.md): keyhold's CPU a request ×0.89-1.02 (medians of five
+   * runs ×0.926 verifyLimit, ×0.960 ratelimitLimit), req/s ×1.00-1.12.
    */
   private enqueue(g: Group): void {
     this.queue.push(g);
