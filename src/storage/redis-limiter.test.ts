@@ -283,6 +283,24 @@ describe.each([
     expect(results.map(([r]) => r?.remaining)).toEqual([3, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
   });
 
+  it("when the call at Redis times out, the checks that waited for it are answered from the fallback at once, not sent to time out again", async () => {
+    const log = logger();
+    const l = await limiter({ log, commandTimeoutMs: 50 });
+    const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<unknown> }, "send");
+    // Held for 300 ms behind a BLPOP (its own 50 ms timeout ignored), the first call times out.
+    const held = l.redis.blpop("{hold}nothing", 0.3).catch(() => undefined);
+    const first = l.check([chk("hold", 5)], T0 + 10);
+    await new Promise((r) => setImmediate(r));
+    const results = await Promise.all([first, l.check([chk("hold", 5)], T0 + 10), l.check([chk("hold", 5)], T0 + 10)]);
+    expect(send.mock.calls.map(([groups]) => groups.length)).toEqual([1]);
+    // All three from the local fallback, in the order they were made.
+    expect(results.map(([r]) => r?.remaining)).toEqual([4, 3, 2]);
+    expect(log.lines.filter((line) => line.level === "warn").map((line) => line.msg)).toEqual([
+      "Redis is unavailable: rate limits are answered from local counters until it is back",
+    ]);
+    await held;
+  });
+
   it("shares counters between two instances: 100 parallel checks against 20 → exactly 20", async () => {
     const keyPrefix = prefix();
     const a = await limiter({ keyPrefix });

@@ -224,6 +224,8 @@ export class RedisLimiter implements Limiter {
   private queue: Group[] = [];
   /** Script calls sent and not yet answered: while any is, new groups wait for it (see enqueue). */
   private inFlight = 0;
+  /** The error of a call that failed while others sent with it are still at Redis (see sent). */
+  private failed: unknown = undefined;
 
   constructor(opts: RedisLimiterOptions) {
     this.log = opts.log;
@@ -316,11 +318,28 @@ export class RedisLimiter implements Limiter {
     if (this.queue.length === 1 && this.inFlight === 0) setImmediate(() => void this.flush());
   }
 
-  /** Counts a script call while it is at Redis; when the last one is answered, what queued meanwhile goes. */
-  private sent(call: Promise<void>): Promise<void> {
+  /**
+   * Counts a script call (its error, or undefined) while it is at Redis. When the
+   * last one is answered, what queued meanwhile goes; when one of them failed
+   * (a timeout, Redis gone), what queued is answered from the fallback at once,
+   * as its own call would most likely have been after a timeout of its own. So a
+   * check waits at most the rest of the call before it and then its own call's
+   * timeout, never two timeouts.
+   */
+  private sent(call: Promise<unknown>): Promise<void> {
     this.inFlight++;
-    return call.finally(() => {
-      if (--this.inFlight === 0 && this.queue.length > 0) setImmediate(() => void this.flush());
+    return call.then((err) => {
+      if (err !== undefined) this.failed ??= err;
+      if (--this.inFlight > 0) return;
+      const failed = this.failed;
+      this.failed = undefined;
+      if (failed === undefined) {
+        if (this.queue.length > 0) setImmediate(() => void this.flush());
+        return;
+      }
+      const waiting = this.queue;
+      this.queue = [];
+      for (const g of waiting) g.reject(failed);
     });
   }
 
@@ -448,7 +467,8 @@ export class RedisLimiter implements Limiter {
     }
   }
 
-  private async send(groups: Group[]): Promise<void> {
+  /** One script call of these groups; resolves to its error when it failed (the groups are rejected with it), else undefined. */
+  private async send(groups: Group[]): Promise<unknown> {
     // Consecutive groups of one check asking for the same thing go as one run (see
     // SCRIPT); only consecutive ones, so that every group is still counted in its turn.
     const entries: { head: Group; members: Group[] }[] = [];
@@ -489,7 +509,9 @@ export class RedisLimiter implements Limiter {
     } catch (err) {
       this.tellCluster(err as Error);
       for (const g of groups) g.reject(err);
+      return err ?? new Error("the rate-limit script call failed");
     }
+    return undefined;
   }
 
   /** Says once, plainly, that REDIS_URL names a cluster node as if it were one Redis. */
