@@ -260,7 +260,9 @@ describe.each([
   });
 
   it("while a script call is at Redis, the checks of later turns wait for its answer and go as one call, in order", async () => {
-    const l = await limiter();
+    // A command timeout far beyond the 100 ms hold below: with the default 200 ms,
+    // a loaded CI machine once timed the held call out (and the BLPOP with it).
+    const l = await limiter({ commandTimeoutMs: 5_000 });
     const send = vi.spyOn(l as unknown as { send(groups: { size: number }[]): Promise<void> }, "send");
     const [queued, other] = twoSlots(l, "queued", "other");
     // A BLPOP on the limiter's own connection (on a cluster, to the node of
