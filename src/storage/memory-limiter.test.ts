@@ -154,6 +154,30 @@ describe("MemoryLimiter: a batch is all or nothing", () => {
     expect(make().checkSync([], W)).toEqual([]);
   });
 
+  it("a check alone (counted without the batch's bookkeeping) answers as it does in a batch whose other check passes", () => {
+    const alone = make();
+    const batched = make();
+    // A fixed pseudo-random walk over a dozen windows: costs 0-3, limits 0-9, two counters.
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return Math.floor(seed / 65_536) % n; // the high bits: the low bits of this generator repeat every few draws
+    };
+    let now = W;
+    const answers: boolean[] = [];
+    for (let i = 0; i < 400; i++) {
+      now += next(600);
+      const c = check(`k${next(2)}`, next(10), D, next(4));
+      const got = one(alone, c, now);
+      expect(got).toEqual(batched.checkSync([c, check("free", 1_000_000, D)], now)[0]);
+      answers.push(got.passed);
+    }
+    // The walk reaches both answers often, and crosses windows (the previous count's weight).
+    expect(answers.filter((a) => a).length).toBeGreaterThan(100);
+    expect(answers.filter((a) => !a).length).toBeGreaterThan(100);
+    expect(now).toBeGreaterThan(W + 2 * D);
+  });
+
   it("the async check gives the same answers", async () => {
     const l = make();
     expect(await l.check([check("a", 1, D)], W)).toEqual([{ passed: true, limit: 1, remaining: 0, reset: W + D }]);

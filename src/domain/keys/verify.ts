@@ -5,7 +5,7 @@
 
 import { type Answer, andThen } from "../../core/answer.js";
 import { AppError } from "../../core/errors.js";
-import type { KeyRecord, RatelimitConfig } from "../../core/records.js";
+import { type KeyRecord, NONE, type RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
 import type { LimitCheck, LimitResult } from "../../storage/memory-limiter.js";
 import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
@@ -271,26 +271,45 @@ interface PlannedCheck {
   check: LimitCheck;
 }
 
+/** The limiter's check of one of the key's (or its identity's) limits. */
+function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", cost: number): LimitCheck {
+  const owner = scope === "key" ? key.id : (key.identity?.id as string);
+  // A key linked to an identity has its counters beside the identity's on a Redis
+  // Cluster: its limits and its identity's are then checked in one script call,
+  // atomically, in one round trip (docs/ratelimits.md). Built only when a limit is checked.
+  const slotTag = key.identity === undefined ? undefined : `${key.workspaceId}|identity|${key.identity.id}`;
+  return { key: `${key.workspaceId}|${scope}|${config.name}|${owner}`, limit: config.limit, duration: config.duration, cost, slotTag };
+}
+
 /**
  * Auto-applied limits of the key and its identity (merged by name, the key's
  * own winning), plus every limit the request names, at the request's cost.
  */
 function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]): PlannedCheck[] {
+  // Nothing requested (the common case): the auto-applied limits in the order the
+  // merge below gives them (the identity's first, a name of both the key's), without
+  // its Maps and closure. A key's limit names are unique, as are an identity's
+  // (ratelimits_key_name, ratelimits_identity_name in migrations/0001_init.sql).
+  if (requested.length === 0) {
+    const auto: PlannedCheck[] = [];
+    const inherited = key.identity?.ratelimits ?? NONE;
+    for (const l of inherited) {
+      const own = key.ratelimits.find((k) => k.name === l.name);
+      const config = own ?? l;
+      if (config.autoApply) auto.push({ config, check: limitCheck(key, config, own === undefined ? "identity" : "key", 1) });
+    }
+    for (const l of key.ratelimits) {
+      if (l.autoApply && !inherited.some((i) => i.name === l.name)) auto.push({ config: l, check: limitCheck(key, l, "key", 1) });
+    }
+    return auto;
+  }
   const byName = new Map<string, { config: RatelimitConfig; scope: "key" | "identity" }>();
   for (const l of key.identity?.ratelimits ?? []) byName.set(l.name, { config: l, scope: "identity" });
   for (const l of key.ratelimits) byName.set(l.name, { config: l, scope: "key" });
 
   const planned = new Map<string, PlannedCheck>();
   const plan = (config: RatelimitConfig, scope: "key" | "identity", cost: number) => {
-    const owner = scope === "key" ? key.id : (key.identity?.id as string);
-    // A key linked to an identity has its counters beside the identity's on a Redis
-    // Cluster: its limits and its identity's are then checked in one script call,
-    // atomically, in one round trip (docs/ratelimits.md). Built only when a limit is checked.
-    const slotTag = key.identity === undefined ? undefined : `${key.workspaceId}|identity|${key.identity.id}`;
-    planned.set(config.name, {
-      config,
-      check: { key: `${key.workspaceId}|${scope}|${config.name}|${owner}`, limit: config.limit, duration: config.duration, cost, slotTag },
-    });
+    planned.set(config.name, { config, check: limitCheck(key, config, scope, cost) });
   };
   for (const { config, scope } of byName.values()) if (config.autoApply) plan(config, scope, 1);
   for (const r of requested) {

@@ -362,6 +362,57 @@ describe("keys.verifyKey 200", () => {
       expect(await verifyKey(h, a.key)).toMatchObject({ code: "RATE_LIMITED" });
       expect(await verifyKey(h, b.key)).toMatchObject({ code: "VALID" });
     });
+
+    it("a key's auto-applied limits and its identity's merge by name, the key's own winning, the identity's names first; the identity's counters are shared by its keys", async () => {
+      const apiId = await createApi(h);
+      await awayFromWindowEdge(60_000);
+      const externalId = uid("merge");
+      const identity = {
+        externalId,
+        ratelimits: [
+          { name: "shared", limit: 2, duration: 60_000 },
+          { name: "both", limit: 100, duration: 60_000 },
+          { name: "manual", limit: 1, duration: 60_000, autoApply: false },
+          { name: "off", limit: 1, duration: 60_000 },
+        ],
+      };
+      expectOk(await h.post("/v2/identities.createIdentity", identity, await admin(h)));
+      const a = await createKey(h, apiId, {
+        externalId,
+        ratelimits: [
+          { name: "own", limit: 5, duration: 60_000 },
+          { name: "both", limit: 3, duration: 60_000 },
+          { name: "off", limit: 1, duration: 60_000, autoApply: false },
+          { name: "manual", limit: 7, duration: 60_000 },
+        ],
+      });
+      const b = await createKey(h, apiId, { externalId });
+      const limits = (data: Record<string, unknown>) =>
+        (data.ratelimits as Array<{ name: string; limit: number; remaining: number; exceeded: boolean }>).map((r) => [
+          r.name,
+          r.limit,
+          r.remaining,
+          r.exceeded,
+        ]);
+      // The identity's names first, in its order (read by name), each with the key's own
+      // config where the key has the name ("both" at 3, "manual" applied, "off" not),
+      // then the key's other names.
+      expect(limits(await verifyKey(h, a.key))).toEqual([
+        ["both", 3, 2, false],
+        ["manual", 7, 6, false],
+        ["shared", 2, 1, false],
+        ["own", 5, 4, false],
+      ]);
+      // The other key: the identity's own limits, "shared" counted with the first key's.
+      expect(limits(await verifyKey(h, b.key))).toEqual([
+        ["both", 100, 99, false],
+        ["off", 1, 0, false],
+        ["shared", 2, 0, false],
+      ]);
+      const refused = await verifyKey(h, a.key);
+      expect(refused).toMatchObject({ valid: false, code: "RATE_LIMITED" });
+      expect(limits(refused)[2]).toEqual(["shared", 2, 0, true]);
+    });
   });
 
   describe("permissions query", () => {
