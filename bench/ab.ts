@@ -40,7 +40,7 @@ const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
 const REDIS_URL = process.env.BENCH_AB_REDIS_URL ?? "";
 const CONNECTIONS = 50;
 const TOGETHER = process.env.BENCH_AB_TOGETHER === "1";
-const SCENARIOS = ["verifyJson", "verifyLimit", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
+const SCENARIOS = ["verifyJson", "verifyLimit", "verifyIdentity", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
 
 /**
  * Whether a build counts its rate limits in Redis now: one that cannot reach it
@@ -85,6 +85,9 @@ async function main() {
     const BIG = 1_000_000_000;
     const keyOf = async (fields: Record<string, unknown>) =>
       (await post(first.base, "keys.createKey", { apiId, prefix: "bench", ...fields }, rk)).key as string;
+    // The identity-linked key of `npm run bench`'s verifyIdentity: its identity's one shared limit.
+    if (SCENARIO === "verifyIdentity")
+      await post(first.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: BIG, duration: 60_000 }] }, rk);
     const [op, body] =
       SCENARIO === "ratelimitLimit"
         ? ["ratelimit.limit", { namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 }]
@@ -96,9 +99,11 @@ async function main() {
                 key: await keyOf(
                   SCENARIO === "verifyLimit"
                     ? { ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }
-                    : SCENARIO === "verifyCredits"
-                      ? { credits: { remaining: BIG } }
-                      : {},
+                    : SCENARIO === "verifyIdentity"
+                      ? { externalId: "bench_user" }
+                      : SCENARIO === "verifyCredits"
+                        ? { credits: { remaining: BIG } }
+                        : {},
                 ),
               },
             ];
