@@ -54,8 +54,13 @@ function scalarName(t: ScalarType): string {
   return "a number";
 }
 
-/** A lone UTF-16 surrogate cannot be stored or encoded as UTF-8. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/**
+ * A lone UTF-16 surrogate cannot be stored or encoded as UTF-8. `isWellFormed`
+ * (ES2024, Node 20+) answers a string V8 holds one byte a character (an ASCII
+ * key, most text) without reading it; the regular expression it replaced ran
+ * over every string of every request.
+ */
+const wellFormed = (s: string): boolean => s.isWellFormed();
 
 /** How deep a JSON document inside a request (meta) may nest. */
 export const MAX_JSON_DEPTH = limits.metaDepth;
@@ -67,7 +72,7 @@ function checkFreeJson(v: Json, name: string, errors: FieldError[], depth = 0): 
     return false;
   }
   if (typeof v === "string") {
-    if (LONE_SURROGATE.test(v)) {
+    if (!wellFormed(v)) {
       errors.push({ location: locationOf(name), message: `${name} contains a string that is not valid Unicode (a lone surrogate).` });
       return false;
     }
@@ -85,7 +90,7 @@ function checkFreeJson(v: Json, name: string, errors: FieldError[], depth = 0): 
 function checkScalar(t: ScalarType, v: Json): boolean {
   switch (t) {
     case ScalarType.STRING:
-      return typeof v === "string" && !LONE_SURROGATE.test(v);
+      return typeof v === "string" && wellFormed(v);
     case ScalarType.BYTES:
       return typeof v === "string";
     case ScalarType.BOOL:
@@ -198,8 +203,8 @@ function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string
 
 /** Returns the ProtoJSON value to keep, or undefined to leave the field unset. */
 function checkField(field: DescField, value: Json, name: string, errors: FieldError[]): Json {
-  const fq = `${field.parent.typeName}.${field.name}`;
   if (value === null) {
+    const fq = `${field.parent.typeName}.${field.name}`;
     if (NULL_MEANS_UNSET.has(fq)) return undefined;
     const replacement = NULL_MEANS[fq];
     if (replacement !== undefined) return replacement();

@@ -38,6 +38,27 @@ describe("invalid JSON -> 400 envelope with errors[]", () => {
     expectInvalid(h, res, "name");
   });
 
+  it.each([
+    ["a lone low surrogate in a string field", '"name":"a\\udc00b"', "name"],
+    ["a pair in the wrong order", '"name":"\\udc00\\ud800"', "name"],
+    ["a high surrogate at the end", '"name":"ab\\ud83d"', "name"],
+    ["a lone surrogate in a meta value", '"meta":{"a":["x","\\ud800"]}', "meta"],
+    ["a lone surrogate in a meta key", '"meta":{"\\udfff":1}', "meta"],
+  ])("%s -> 400 naming the field", async (_, field, named) => {
+    const apiId = await createApi(h);
+    const res = await h.post("/v2/keys.createKey", `{"apiId":"${apiId}",${field}}`, await admin(h));
+    expectInvalid(h, res, named);
+  });
+
+  it("a well-formed pair (an emoji) and non-ASCII text are kept as sent", async () => {
+    const apiId = await createApi(h);
+    const name = "k\u{1F511} é ü 鍵";
+    const res = await h.post("/v2/keys.createKey", { apiId, name, meta: { "\u{1F511}": "\u{1F511}" } }, await admin(h));
+    expect(res.status, show(res)).toBe(200);
+    const got = await h.post("/v2/keys.getKey", { keyId: res.body.data.keyId }, await admin(h));
+    expect(got.body.data).toMatchObject({ name, meta: { "\u{1F511}": "\u{1F511}" } });
+  });
+
   it("a deeply nested meta (150 levels, well under 10 KB) is accepted or refused with 400 naming meta, never 500", async () => {
     const apiId = await createApi(h);
     let meta: unknown = "leaf";
