@@ -142,8 +142,8 @@ function valueText(kind: "scalar" | "enum" | "message", scalar: ScalarType | und
  * scalar written in place. The writer first made here was a list of closures, one
  * a field, reading `src[key]` with the key a variable: those reads shared one
  * call site across every field of every message, and V8 looked each name up
- * anew. Its steps were 2.1 us of a verification with one limit and 3.7 of an
- * identity-linked one in a profile (BENCH_PROFILE). The source is made only of
+ * anew. Its steps were about 2.1 us of a verification with one limit and 3.7 of
+ * an identity-linked one in a profile (BENCH_PROFILE, one round each). The source is made only of
  * our own descriptors' names, written as JSON string literals; what a client
  * sends never reaches it. Values other than plain scalars (nested messages,
  * list items, Structs) go through the functions of `fns`.

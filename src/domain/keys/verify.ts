@@ -287,9 +287,10 @@ function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "ide
  */
 function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]): PlannedCheck[] {
   // Nothing requested (the common case): the auto-applied limits in the order the
-  // merge below gives them (the identity's first, a name of both the key's), without
-  // its Maps and closure. A key's limit names are unique, as are an identity's
-  // (ratelimits_key_name, ratelimits_identity_name in migrations/0001_init.sql).
+  // merge below gives them (the identity's names first, with the key's config for a
+  // name both have, then the key's other names), without its Maps and closure. A
+  // key's limit names are unique, as are an identity's (ratelimits_key_name,
+  // ratelimits_identity_name in migrations/0001_init.sql).
   if (requested.length === 0) {
     const auto: PlannedCheck[] = [];
     const inherited = key.identity?.ratelimits ?? NONE;
