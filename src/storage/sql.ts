@@ -178,6 +178,16 @@ export async function commitInOneTrip(pool: Pool, statements: readonly Statement
       await timed(() => (load !== undefined ? conn.query(load, null) : text ? conn.query(sql, null) : conn.query(sql, params)));
       return;
     } catch (err) {
+      if (load !== undefined && (err as { errno?: number }).errno === undefined) {
+        // Failed on our side while a file was asked for (the database named one this
+        // query did not offer): mysql2 (3.24.5) ends the file with an empty packet and
+        // settles the query at the LOAD's answer, while the statements after it still
+        // answer. A ROLLBACK sent now takes their answers, and the next query on the
+        // connection the ROLLBACK's (an OK packet for a SELECT). Dropped instead.
+        open = false;
+        conn.destroy();
+        throw err;
+      }
       // A connection whose ROLLBACK failed may still hold the transaction open: back
       // in the pool, the next START TRANSACTION on it would commit it implicitly.
       await conn.query("ROLLBACK").catch(() => {

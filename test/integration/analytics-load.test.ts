@@ -316,4 +316,53 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     await commitInOneTrip(h.db.pool, [{ sql: "LOAD DATA LOCAL INFILE 'load_guard' INTO TABLE load_guard (line)", params: [], text: true, infile: offered }]);
     expect(await q("SELECT line FROM load_guard")).toEqual([{ line: "offered" }]);
   });
+
+  it("a LOAD DATA LOCAL refused that way drops its connection: no ROLLBACK sent to take the batch's late answers", async () => {
+    // mysql2 (3.24.5) ends a refused file with an empty packet and settles the query at
+    // the LOAD's answer, though the statements after it (the COMMIT) still answer: a
+    // ROLLBACK sent then took their answers, and the next query on the pooled
+    // connection could take the ROLLBACK's (an OK packet for a SELECT; once seen in CI).
+    const pool = mysql.createPool({ uri: String(h.config.databaseUrl), multipleStatements: true, connectionLimit: 1 });
+    const sent: string[] = [];
+    let destroyed = 0;
+    // The pool as commitInOneTrip sees it, each connection's queries and destroy() noted.
+    const noting = {
+      getConnection: async () => {
+        const conn = await pool.getConnection();
+        return new Proxy(conn, {
+          get(target, prop, receiver) {
+            if (prop === "query")
+              return (q: string | { sql: string }, ...rest: unknown[]) => {
+                sent.push(typeof q === "string" ? q : q.sql);
+                return (target.query as (...a: unknown[]) => unknown)(q, ...rest);
+              };
+            if (prop === "destroy")
+              return () => {
+                destroyed++;
+                target.destroy();
+              };
+            return Reflect.get(target, prop, receiver);
+          },
+        });
+      },
+    } as unknown as Parameters<typeof commitInOneTrip>[0];
+    try {
+      await pool.query("CREATE TABLE load_step (line TEXT NOT NULL)");
+      const offered = { name: "load_step", data: Buffer.from("offered\n") };
+      await expect(
+        commitInOneTrip(noting, [
+          { sql: "LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE load_step (line)", params: [], text: true, infile: offered },
+          // The answers after the LOAD's held back a moment, past the client's next steps.
+          { sql: "DO SLEEP(0.2)", params: [], text: true },
+        ]),
+      ).rejects.toThrow(/which this query did not offer/);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(/^START TRANSACTION;\nLOAD DATA LOCAL/);
+      expect(destroyed).toBe(1);
+      for (let i = 0; i < 3; i++) expect((await pool.query("SELECT ? AS n", [i]))[0]).toEqual([{ n: i }]);
+      expect((await pool.query("SELECT line FROM load_step"))[0]).toEqual([]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
