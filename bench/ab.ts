@@ -19,6 +19,23 @@
 // every build with it as REDIS_URL (rate limits counted in Redis; its CPU is in
 // the stores' column when it runs here); without it, none uses Redis.
 //
+// BENCH_AB_INSTRUCTIONS=1 counts instead of timing: every build runs under
+// valgrind's callgrind (Debian's valgrind), and each round sends each build
+// exactly BENCH_AB_REQUESTS (3,000) requests between a zeroing of its counts and
+// a dump of them, then reads the instructions its main thread executed, a
+// request. A count does not drift with the machine's load or clock (it may run
+// beside other work), where a change of 1-2% of CPU is lost in autocannon's
+// rounds. It leaves out the kernel (socket writes) and the threads beside the
+// main one (TurboFan's compiles, parallel GC); a cache miss weighs as much as
+// any instruction; and work done on a timer rather than a request (analytics
+// flushes) is spread over ~30x fewer requests, valgrind serving some 500 a
+// second. A round is only ever made larger by what disturbs it (a deoptimised
+// function run in baseline code until it is optimised again, a major GC), so a
+// build's figure is its fewest; 9 rounds (BENCH_ROUNDS) after 60,000 uncounted
+// requests of warm-up take ~4.5 minutes for two builds. Its resolution on
+// 2026-11-30: the same build's fewest in two runs 142.1 and 142.3 thousand
+// instructions a verifyKey, while single rounds ranged over 140-258 thousand.
+//
 // BENCH_AB_TOGETHER=1 loads every build at once instead, each from its own load
 // generator on CPU 1, so that the builds share CPU 0 through the same seconds:
 // a slow phase of the machine (on 2026-11-30 the bare route's CPU a request
@@ -27,7 +44,9 @@
 // since their CPU cannot be split between the builds. On that machine, the
 // same two builds of the gRPC door (bench/README.md): loaded in turn, CPU a
 // call ×0.80-1.27 round to round; together, ×0.90-1.06.
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
@@ -40,6 +59,32 @@ const SCENARIO = process.env.BENCH_AB_SCENARIO ?? "verifyJson";
 const REDIS_URL = process.env.BENCH_AB_REDIS_URL ?? "";
 const CONNECTIONS = 50;
 const TOGETHER = process.env.BENCH_AB_TOGETHER === "1";
+const INSTRUCTIONS = process.env.BENCH_AB_INSTRUCTIONS === "1";
+const REQUESTS = Number(process.env.BENCH_AB_REQUESTS ?? 3_000);
+const WARM_UP_REQUESTS = 60_000;
+
+/** callgrind_control's command to a build under callgrind (-z zero, -i on/off, -d dump). */
+const callgrind = (pid: number, ...command: string[]): void => {
+  execFileSync("callgrind_control", [...command, String(pid)], { stdio: "ignore" });
+};
+
+/**
+ * The instructions of the main thread in a build's last dump: with
+ * --separate-threads each thread's counts go to `<file>.<dump>-<thread>`, the
+ * main thread being 01.
+ */
+function mainThreadInstructions(dir: string, pid: number): number {
+  const dumps = fs
+    .readdirSync(dir)
+    .map((f) => /^cg\.(\d+)\.(\d+)-01$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) === pid)
+    .sort((a, b) => Number(b[2]) - Number(a[2]));
+  const last = dumps[0];
+  if (last === undefined) throw new Error(`no callgrind dump of ${pid} in ${dir}`);
+  const totals = /^totals: (\d+)/m.exec(fs.readFileSync(path.join(dir, last[0]), "utf8"));
+  if (totals === null) throw new Error(`no totals in ${last[0]}`);
+  return Number(totals[1]);
+}
 const SCENARIOS = ["verifyJson", "verifyLimit", "verifyIdentity", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
 
 /**
@@ -67,17 +112,33 @@ async function main() {
     console.error("verifyGrpc needs h2load: apt-get install nghttp2-client");
     process.exit(2);
   }
+  if (INSTRUCTIONS && (TOGETHER || SCENARIO === "verifyGrpc")) {
+    console.error("BENCH_AB_INSTRUCTIONS counts JSON scenarios loaded in turn (not verifyGrpc, not BENCH_AB_TOGETHER)");
+    process.exit(2);
+  }
+  if (INSTRUCTIONS) {
+    try {
+      execFileSync("valgrind", ["--version"], { stdio: "ignore" });
+    } catch {
+      console.error("BENCH_AB_INSTRUCTIONS needs valgrind: apt-get install valgrind");
+      process.exit(2);
+    }
+  }
+  const cgDir = INSTRUCTIONS ? fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-ab-callgrind-")) : "";
+  const launcher = INSTRUCTIONS
+    ? ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", "--smc-check=all-non-file", `--callgrind-out-file=${cgDir}/cg.%p`]
+    : [];
   const db = await freshDatabase("keyhold_bench_ab");
   const DATABASE_URL = db.url;
   const running: ChildProcess[] = [];
   try {
     // The first build migrates the database; the others find it done. Setup goes through the first.
-    const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[] }> = [];
+    const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[]; instructions: number[] }> = [];
     for (const checkout of checkouts) {
-      const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout);
+      const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout, launcher);
       running.push(k.child);
       if (REDIS_URL !== "" && !(await redisUp(k.base, 10_000))) throw new Error(`${checkout}: not using ${REDIS_URL} (degraded: redis)`);
-      builds.push({ checkout, base: k.base, grpcPort: k.grpcPort, pid: k.child.pid as number, figures: [] });
+      builds.push({ checkout, base: k.base, grpcPort: k.grpcPort, pid: k.child.pid as number, figures: [], instructions: [] });
     }
     const rk = createRootKey(DATABASE_URL, `bench_ab_${Date.now()}`);
     const first = builds[0] as (typeof builds)[number];
@@ -129,6 +190,43 @@ async function main() {
       if (f.non2xx > 0 || f.errors > 0) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
       b.figures.push(f);
     };
+    if (INSTRUCTIONS) {
+      log(`${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}: ${builds.length} builds under callgrind, ${WARM_UP_REQUESTS} requests each to warm up`);
+      // Uncounted, and its first requests may time out while the build is still interpreted.
+      for (const b of builds) autocannon(http(b), 0, WARM_UP_REQUESTS);
+      // Counting on stays on from here: turned on, callgrind translates the code
+      // anew, a stall in which some of a round's requests timed out.
+      for (const b of builds) {
+        callgrind(b.pid, "-i", "on");
+        autocannon(http(b), 0, REQUESTS);
+      }
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+          callgrind(b.pid, "-z");
+          const f = autocannon(http(b), 0, REQUESTS);
+          callgrind(b.pid, "-d");
+          // A request or two of a round may time out under valgrind (autocannon waits 10 s): not what is counted, which is answers.
+          if (f.non2xx > 0 || f.errors > REQUESTS / 100) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
+          b.instructions.push(mainThreadInstructions(cgDir, b.pid) / f.requests);
+        }
+        log(`round ${r + 1} of ${ROUNDS}`);
+      }
+      // A round's count only grows by what disturbs it (a deoptimised function run in
+      // baseline code until it is optimised again, a major GC): the fewest of a build's rounds is its figure.
+      const fewest = (b: (typeof builds)[number]) => Math.min(...b.instructions);
+      console.log(`${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}, ${ROUNDS} rounds of ${REQUESTS} requests under callgrind`);
+      console.log("build".padEnd(40), "fewest".padStart(8), "median".padStart(8), " instructions a request (main thread), thousands, every round");
+      for (const b of builds)
+        console.log(
+          b.checkout.padEnd(40),
+          fewest(b).toFixed(0).padStart(8),
+          median(b.instructions).toFixed(0).padStart(8),
+          ` ${b.instructions.map((x) => (x / 1000).toFixed(1)).join(" ")}`,
+        );
+      for (const b of builds.slice(1))
+        console.log(`${b.checkout} against ${first.checkout}: fewest instructions a request ×${(fewest(b) / fewest(first)).toFixed(3)}`);
+      return;
+    }
     log(
       `${SCENARIO}${REDIS_URL === "" ? "" : " with REDIS_URL"}: ${builds.length} builds on CPU 0, loaded ${TOGETHER ? "together" : "in turn"} from CPU 1, ${ROUNDS} rounds of ${SECONDS} s`,
     );
@@ -177,6 +275,7 @@ async function main() {
   } finally {
     for (const c of running) await stop(c);
     await db.drop();
+    if (cgDir !== "") fs.rmSync(cgDir, { recursive: true, force: true });
   }
 }
 

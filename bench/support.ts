@@ -58,11 +58,14 @@ export async function startKeyhold(
   nodeFlags: string[] = [],
   /** The checkout whose build runs (bench/ab.ts compares several); this one by default. */
   checkout: string = root,
+  /** A program that runs Node.js, and its arguments before Node's (bench/ab.ts's valgrind). */
+  launcher: string[] = [],
 ): Promise<{ child: ChildProcess; base: string; grpcPort: number }> {
   const port = await freePort();
   const grpcPort = await freePort();
   const main = [...nodeFlags, path.join(checkout, "dist", "src", "main.js")];
-  const [cmd, args] = cpu === null ? [process.execPath, main] : pinned(cpu, process.execPath, main);
+  const [program, programArgs] = launcher.length === 0 ? [process.execPath, main] : [launcher[0] as string, [...launcher.slice(1), process.execPath, ...main]];
+  const [cmd, args] = cpu === null ? [program, programArgs] : pinned(cpu, program, programArgs);
   const child = spawn(cmd, args, {
     cwd: checkout,
     env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" },
