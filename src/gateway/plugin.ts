@@ -148,7 +148,8 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST like every other /v2 path).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
-    const liveness = async (req: FastifyRequest) => {
+    const liveness = async (req: FastifyRequest, reply: FastifyReply) => {
+      reply.header("x-request-id", req.id);
       const degraded = deps.degraded();
       return {
         meta: { requestId: req.id },

@@ -115,26 +115,7 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
       .send({ meta: { requestId: req.id }, error: body });
   };
 
-  app.addHook("onRequest", (req, reply, done) => {
-    reply.header("x-request-id", req.id);
-    done();
-  });
-
   const metrics = metricsOf(deps);
-
-  // Operations endpoints: no root key (keep them off the public network, or behind the load balancer's allow list).
-  app.get("/metrics", async (_req, reply) => {
-    reply.header("content-type", metrics.contentType);
-    return metrics.text();
-  });
-  app.get("/readyz", async (_req, reply) => {
-    const r = await readiness(deps, config.redisUrl !== undefined);
-    return reply.code(r.ready ? 200 : 503).send({ status: r.ready ? "ready" : "not ready", checks: r.checks });
-  });
-  // The API description, generated from the same route table (no root key needed).
-  registerOpenApi(app, services, config.docsBaseUrl);
-  // Its reference page, rendered from /openapi.json with nothing fetched from elsewhere.
-  registerDocs(app);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) return send(reply, req, err);
@@ -165,17 +146,41 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
     return send(reply, req, new AppError("err:svc:data:route_not_found", `No operation exists at ${req.method} ${path}.`));
   });
 
+  // The /v2 routes set x-request-id themselves (gateway/answered.ts): an
+  // onRequest hook on them was Fastify's hook runner on every verification.
   await app.register(gatewayPlugin(deps, services, config.bodyLimitBytes));
-  // Operator sign-in for the dashboard; its session also authenticates Connect calls (never JSON or gRPC).
-  await app.register(dashboardRoutes(deps, config));
-  // Its pages: the built bundle in dist/dashboard.
-  await app.register(dashboardStatic(dashboardDir));
-  // Connect and gRPC-Web: the same operations, with a root key or the dashboard's session.
-  const sessionAuth = sessionAuthenticator(deps, config);
-  const rootKeyOrSession = (headers: Headers) => {
-    const authorization = headers.get("authorization");
-    return authorization === null ? sessionAuth(headers) : authenticate(deps, authorization);
-  };
-  await app.register(connectDoor(deps, config, [...services.map((s) => ({ ...s, authenticate: rootKeyOrSession })), dashboardConnectService(deps, config)]));
+  // Everything else, in a scope of its own, names its request by the hook.
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", (req, reply, done) => {
+      reply.header("x-request-id", req.id);
+      done();
+    });
+    // Operations endpoints: no root key (keep them off the public network, or behind the load balancer's allow list).
+    scope.get("/metrics", async (_req, reply) => {
+      reply.header("content-type", metrics.contentType);
+      return metrics.text();
+    });
+    scope.get("/readyz", async (_req, reply) => {
+      const r = await readiness(deps, config.redisUrl !== undefined);
+      return reply.code(r.ready ? 200 : 503).send({ status: r.ready ? "ready" : "not ready", checks: r.checks });
+    });
+    // The API description, generated from the same route table (no root key needed).
+    registerOpenApi(scope, services, config.docsBaseUrl);
+    // Its reference page, rendered from /openapi.json with nothing fetched from elsewhere.
+    registerDocs(scope);
+    // Operator sign-in for the dashboard; its session also authenticates Connect calls (never JSON or gRPC).
+    await scope.register(dashboardRoutes(deps, config));
+    // Its pages: the built bundle in dist/dashboard.
+    await scope.register(dashboardStatic(dashboardDir));
+    // Connect and gRPC-Web: the same operations, with a root key or the dashboard's session.
+    const sessionAuth = sessionAuthenticator(deps, config);
+    const rootKeyOrSession = (headers: Headers) => {
+      const authorization = headers.get("authorization");
+      return authorization === null ? sessionAuth(headers) : authenticate(deps, authorization);
+    };
+    await scope.register(
+      connectDoor(deps, config, [...services.map((s) => ({ ...s, authenticate: rootKeyOrSession })), dashboardConnectService(deps, config)]),
+    );
+  });
   return app;
 }
