@@ -104,65 +104,111 @@ function checkScalar(t: ScalarType, v: Json): boolean {
   }
 }
 
-interface Plan {
-  byJsonName: Map<string, DescField>;
-  /** set_<field> flag of a field, by the field's name. */
-  flags: Map<string, DescField>;
-  /** Fields with their value when absent from the body. */
-  defaults: Array<[string, () => Json]>;
-  /**
-   * JSON names of numbers that must be sent: proto3 cannot tell a missing number
-   * from 0, but every non-optional number of a request is required by the
-   * contract (a rate limit's limit, a reroll's expiration, a credit cost...).
-   */
-  requiredNumbers: string[];
-  names: string;
-}
+/** Checks a request message's JSON object and returns it in the generated message's shape. */
+type MessageCheck = (obj: Record<string, Json>, path: string, errors: FieldError[]) => Record<string, Json>;
 
-const plans = new WeakMap<DescMessage, Plan>();
+const checks = new WeakMap<DescMessage, MessageCheck>();
 
-function zero(f: DescField): (() => Json) | undefined {
-  if (f.fieldKind === "list") return () => [];
-  if (f.fieldKind === "map") return () => ({});
+/** A field's value when absent from the body (the generated type's default), as source text; undefined for none. */
+function zeroSource(f: DescField): string | undefined {
+  if (f.fieldKind === "list") return "[]";
+  if (f.fieldKind === "map") return "{}";
   if (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT) {
-    if (INT64_TYPES.has(f.scalar)) return () => 0n;
-    if (f.scalar === ScalarType.STRING) return () => "";
-    if (f.scalar === ScalarType.BOOL) return () => false;
-    if (f.scalar === ScalarType.BYTES) return () => new Uint8Array(0);
-    return () => 0;
+    if (INT64_TYPES.has(f.scalar)) return "0n";
+    if (f.scalar === ScalarType.STRING) return '""';
+    if (f.scalar === ScalarType.BOOL) return "false";
+    if (f.scalar === ScalarType.BYTES) return "new Uint8Array(0)";
+    return "0";
   }
   return undefined;
 }
 
-function planOf(desc: DescMessage): Plan {
-  let plan = plans.get(desc);
-  if (plan === undefined) {
-    const byJsonName = new Map<string, DescField>();
-    const flags = new Map<string, DescField>();
-    const defaults: Array<[string, () => Json]> = [];
-    const requiredNumbers: string[] = [];
-    for (const f of desc.fields) {
-      if (
-        f.fieldKind === "scalar" &&
-        f.presence === FeatureSet_FieldPresence.IMPLICIT &&
-        f.scalar !== ScalarType.STRING &&
-        f.scalar !== ScalarType.BOOL &&
-        f.scalar !== ScalarType.BYTES
-      ) {
-        requiredNumbers.push(f.jsonName);
-      }
-      if (f.name.startsWith("set_")) {
-        flags.set(f.name.slice(4), f);
-      } else {
-        byJsonName.set(f.jsonName, f);
-      }
-      const z = zero(f);
-      if (z !== undefined) defaults.push([f.localName, z]);
+/**
+ * A scalar's check when its value has its JSON type, as source text reading
+ * `value` (a string, bool or integer of the right kind is taken as it is,
+ * 64-bit integers as bigint); anything else, null included, goes to checkField
+ * for its error or its meaning. undefined for the kinds always left to checkField.
+ */
+function fastScalarSource(f: DescField): string | undefined {
+  if (f.fieldKind !== "scalar") return undefined;
+  if (f.scalar === ScalarType.STRING) return 'typeof value === "string" && value.isWellFormed() ? value : SLOW';
+  if (f.scalar === ScalarType.BOOL) return 'typeof value === "boolean" ? value : SLOW';
+  if (INT64_TYPES.has(f.scalar)) return 'typeof value === "number" && Number.isSafeInteger(value) ? BigInt(value) : SLOW';
+  if (INTEGER_TYPES.has(f.scalar)) return 'typeof value === "number" && Number.isSafeInteger(value) ? value : SLOW';
+  return undefined;
+}
+
+/**
+ * A message's check, made once per message type by `new Function` from its
+ * descriptor: the body's keys switched on as literals and each field's value
+ * written by name, where a plan of Maps read both by a variable key on every
+ * request (one call site for every field of every message). Names reach the
+ * source only as JSON string literals from the descriptors; nothing a client
+ * sends does. Values that are not plainly right go through checkField as before.
+ */
+function compileCheck(desc: DescMessage): MessageCheck {
+  const lit = (text: string): string => JSON.stringify(text);
+  const fields: DescField[] = [];
+  const flags = new Map<string, DescField>();
+  const defaults: string[] = [];
+  const requiredNumbers: string[] = [];
+  for (const f of desc.fields) {
+    if (
+      f.fieldKind === "scalar" &&
+      f.presence === FeatureSet_FieldPresence.IMPLICIT &&
+      f.scalar !== ScalarType.STRING &&
+      f.scalar !== ScalarType.BOOL &&
+      f.scalar !== ScalarType.BYTES
+    ) {
+      // proto3 cannot tell a missing number from 0, but every non-optional number
+      // of a request is required by the contract (a rate limit's limit, a reroll's expiration, a credit cost...).
+      requiredNumbers.push(f.jsonName);
     }
-    plan = { byJsonName, flags, defaults, requiredNumbers, names: [...byJsonName.keys()].join(", ") };
-    plans.set(desc, plan);
+    if (f.name.startsWith("set_")) flags.set(f.name.slice(4), f);
+    else fields.push(f);
+    const z = zeroSource(f);
+    if (z !== undefined) defaults.push(`${lit(f.localName)}: ${z}`);
   }
-  return plan;
+  const names = fields.map((f) => f.jsonName).join(", ");
+  const cases = fields.map((f, i) => {
+    const slow = `checkField(F[${i}], value, join(path, key), errors)`;
+    const flag = flags.get(f.name);
+    const fast = fastScalarSource(f);
+    return [
+      `case ${lit(f.jsonName)}: {`,
+      flag === undefined ? "" : `out[${lit(flag.localName)}] = true;`,
+      `const checked = ${fast === undefined ? slow : fast.replace("SLOW", slow)};`,
+      `if (checked !== undefined) out[${lit(f.localName)}] = checked;`,
+      "break;",
+      "}",
+    ].join(" ");
+  });
+  const required = requiredNumbers.map(
+    (json) =>
+      `if (obj[${lit(json)}] === undefined) { const name = join(path, ${lit(json)}); errors.push({ location: locationOf(name), message: name + " is required.", fix: "Send " + name + " as an integer." }); }`,
+  );
+  const body = [
+    '"use strict";',
+    `const out = { ${defaults.join(", ")} };`,
+    "for (const key in obj) {",
+    "const value = obj[key];",
+    "switch (key) {",
+    ...cases,
+    `default: errors.push(unknownFieldError(join(path, key), ${lit(names)}));`,
+    "}",
+    "}",
+    ...required,
+    "return out;",
+  ].join("\n");
+  const make = new Function(
+    "F",
+    "checkField",
+    "join",
+    "locationOf",
+    "unknownFieldError",
+    `return function ${desc.name}Check(obj, path, errors) {\n${body}\n};`,
+  );
+  return make(fields, checkField, join, locationOf, unknownFieldError) as MessageCheck;
 }
 
 export function checkBody(desc: DescMessage, body: Json): { json: Record<string, Json>; errors: FieldError[] } {
@@ -176,29 +222,12 @@ export function checkBody(desc: DescMessage, body: Json): { json: Record<string,
 }
 
 function checkMessage(desc: DescMessage, obj: Record<string, Json>, path: string, errors: FieldError[]): Record<string, Json> {
-  const plan = planOf(desc);
-  const out: Record<string, Json> = {};
-  for (const [k, z] of plan.defaults) out[k] = z();
-  for (const key in obj) {
-    const value = obj[key];
-    const name = join(path, key);
-    const field = plan.byJsonName.get(key);
-    if (field === undefined) {
-      errors.push(unknownFieldError(name, plan.names));
-      continue;
-    }
-    const flag = plan.flags.get(field.name);
-    if (flag !== undefined) out[flag.localName] = true;
-    const checked = checkField(field, value, name, errors);
-    if (checked !== undefined) out[field.localName] = checked;
+  let check = checks.get(desc);
+  if (check === undefined) {
+    check = compileCheck(desc);
+    checks.set(desc, check);
   }
-  for (const key of plan.requiredNumbers) {
-    if (obj[key] === undefined) {
-      const name = join(path, key);
-      errors.push({ location: locationOf(name), message: `${name} is required.`, fix: `Send ${name} as an integer.` });
-    }
-  }
-  return out;
+  return check(obj, path, errors);
 }
 
 /** Returns the ProtoJSON value to keep, or undefined to leave the field unset. */
