@@ -63,6 +63,7 @@ describe("checkBody", () => {
       fix: "Remove extra; the fields are: namespace, identifier, limit, duration, cost.",
     });
     expect(errors[2]?.message).toBe("identifier must be a valid Unicode string, not a string with a lone surrogate.");
+    expect(errors[3]?.message).toBe("cost must be an integer, not an integer beyond ±9007199254740991 (not exact as a JSON number).");
     expect(errors[4]).toStrictEqual({ location: "body.limit", message: "limit is required.", fix: "Send limit as an integer." });
   });
 

@@ -42,7 +42,11 @@ type Json = unknown;
 function describeType(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
-  if (typeof v === "number") return Number.isInteger(v) ? "an integer" : "a number";
+  if (typeof v === "number") {
+    if (Number.isSafeInteger(v)) return "an integer";
+    // JSON.parse has already rounded it: saying "an integer" alone would read as no reason at all.
+    return Number.isInteger(v) ? `an integer beyond ±${Number.MAX_SAFE_INTEGER} (not exact as a JSON number)` : "a number";
+  }
   return `a ${typeof v}`;
 }
 
