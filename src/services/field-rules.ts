@@ -237,14 +237,15 @@ function listCheck(f: DescField, rule: FieldRule): (msg: Record<string, unknown>
   };
 }
 
-/** The check of a string or integer field named `json`, whose value `read` takes from its message. */
-function scalarCheck(scalar: ScalarType, json: string, where: string, rule: FieldRule, read: (msg: Record<string, unknown>) => unknown): Check {
+/** The check of a string or integer value of the field named `json` (undefined values are not passed). */
+type ValueCheck = (value: unknown, prefix: string, out: FieldError[]) => void;
+
+function scalarCheck(scalar: ScalarType, json: string, where: string, rule: FieldRule): ValueCheck {
   if (scalar === ScalarType.STRING) {
     const check = stringCheck(rule);
     const required = rule.required;
-    return (msg, prefix, out) => {
-      const value = read(msg) as string | undefined;
-      if (value === undefined) return;
+    return (v, prefix, out) => {
+      const value = v as string;
       const field = prefix + json;
       if (value === "") {
         if (required) return add(out, field, `${field} is required.`, `Send ${field}.`);
@@ -255,11 +256,9 @@ function scalarCheck(scalar: ScalarType, json: string, where: string, rule: Fiel
   }
   if (scalar === ScalarType.INT32 || scalar === ScalarType.INT64) {
     const check = numberCheck(rule);
-    return (msg, prefix, out) => {
-      const value = read(msg) as number | bigint | undefined;
-      if (value === undefined) return;
+    return (v, prefix, out) => {
       const field = prefix + json;
-      const p = check(field, value);
+      const p = check(field, v as number | bigint);
       if (p !== undefined) add(out, field, p);
     };
   }
@@ -268,17 +267,32 @@ function scalarCheck(scalar: ScalarType, json: string, where: string, rule: Fiel
 
 const compiled = new Map<DescMessage, Check | null>();
 
-/** The checks of a message type and of the messages it holds, or null when none of its fields has a rule. */
+/**
+ * The checks of a message type and of the messages it holds, or null when none
+ * of its fields has a rule. Each message's checks are made into one function
+ * by `new Function` (as the JSON door's request checks are, gateway/json-check.ts):
+ * its fields read by name, where a closure a field read each by a variable key.
+ * Names reach the source only as JSON string literals from the descriptors.
+ */
 function compile(desc: DescMessage): Check | null {
   if (compiled.has(desc)) return compiled.get(desc) as Check | null;
   compiled.set(desc, null); // a message holding itself stops here
-  const checks: Check[] = [];
+  const lit = (text: string): string => JSON.stringify(text);
+  // Each step: source reading the message `msg`, calling C[i] (fns[i]).
+  const steps: string[] = [];
+  const fns: Array<ValueCheck | Check> = [];
+  const step = (fn: ValueCheck | Check, source: (c: string) => string): void => {
+    steps.push(source(`C[${fns.length}]`));
+    fns.push(fn);
+  };
   for (const f of desc.fields) {
     const name = f.localName;
     const json = f.jsonName;
     if (f.fieldKind === "scalar") {
       const rule = fieldRule(f);
-      if (rule !== undefined) checks.push(scalarCheck(f.scalar, json, `${desc.typeName}.${f.name}`, rule, (m) => m[name]));
+      if (rule !== undefined) {
+        step(scalarCheck(f.scalar, json, `${desc.typeName}.${f.name}`, rule), (c) => `v = msg[${lit(name)}]; if (v !== undefined) ${c}(v, prefix, out);`);
+      }
     } else if (f.fieldKind === "list") {
       const rule = fieldRule(f);
       if (rule !== undefined && f.listKind === "message" && rule.items !== undefined)
@@ -287,15 +301,16 @@ function compile(desc: DescMessage): Check | null {
       const inner = f.listKind === "message" ? compile(f.message) : null;
       if (inner !== null) {
         // An oversized list is refused as a whole, without reading each of its messages.
-        checks.push((msg, prefix, out) => {
-          if (own?.(msg, prefix, out)) return;
-          const items = msg[name] as Record<string, unknown>[];
-          for (let i = 0; i < items.length; i++) inner(items[i] as Record<string, unknown>, `${prefix}${json}[${i}].`, out);
-        });
+        step(
+          (msg: Record<string, unknown>, prefix: string, out: FieldError[]) => {
+            if (own?.(msg, prefix, out)) return;
+            const items = msg[name] as Record<string, unknown>[];
+            for (let i = 0; i < items.length; i++) inner(items[i] as Record<string, unknown>, `${prefix}${json}[${i}].`, out);
+          },
+          (c) => `${c}(msg, prefix, out);`,
+        );
       } else if (own !== undefined) {
-        checks.push((msg, prefix, out) => {
-          own(msg, prefix, out);
-        });
+        step(own, (c) => `${c}(msg, prefix, out);`);
       }
     } else if (f.fieldKind === "message") {
       if (fieldRule(f) !== undefined && !isNullableWrapper(f.message)) unsupported(`${desc.typeName}.${f.name}`, "rules on a message field");
@@ -304,36 +319,30 @@ function compile(desc: DescMessage): Check | null {
         const valueField = f.message.fields.find((x) => x.name === "value");
         const rule = fieldRule(f);
         if (valueField?.fieldKind === "scalar" && rule !== undefined) {
-          const vname = valueField.localName;
-          const read = (m: Record<string, unknown>) => (m[name] as Record<string, unknown> | undefined)?.[vname];
-          checks.push(scalarCheck(valueField.scalar, json, `${desc.typeName}.${f.name}`, rule, read));
+          step(
+            scalarCheck(valueField.scalar, json, `${desc.typeName}.${f.name}`, rule),
+            (c) => `v = msg[${lit(name)}]; if (v != null) { v = v[${lit(valueField.localName)}]; if (v !== undefined) ${c}(v, prefix, out); }`,
+          );
         } else if (valueField?.fieldKind === "message") {
           const inner = compile(valueField.message);
-          const vname = valueField.localName;
           if (inner !== null) {
-            checks.push((msg, prefix, out) => {
-              const value = (msg[name] as Record<string, unknown> | undefined)?.[vname] as Record<string, unknown> | undefined;
-              if (value !== undefined) inner(value, `${prefix}${json}.`, out);
-            });
+            step(
+              inner,
+              (c) =>
+                `v = msg[${lit(name)}]; if (v != null) { v = v[${lit(valueField.localName)}]; if (v !== undefined) ${c}(v, prefix + ${lit(`${json}.`)}, out); }`,
+            );
           }
         }
         continue;
       }
       const inner = compile(f.message);
-      if (inner !== null) {
-        checks.push((msg, prefix, out) => {
-          const value = msg[name] as Record<string, unknown> | undefined;
-          if (value !== undefined) inner(value, `${prefix}${json}.`, out);
-        });
-      }
+      if (inner !== null) step(inner, (c) => `v = msg[${lit(name)}]; if (v !== undefined) ${c}(v, prefix + ${lit(`${json}.`)}, out);`);
     }
   }
   const check: Check | null =
-    checks.length === 0
+    steps.length === 0
       ? null
-      : (msg, prefix, out) => {
-          for (const c of checks) c(msg, prefix, out);
-        };
+      : (new Function("C", `return function ${desc.name}Rules(msg, prefix, out) {\n"use strict";\nlet v;\n${steps.join("\n")}\n};`)(fns) as Check);
   compiled.set(desc, check);
   return check;
 }
