@@ -270,9 +270,10 @@ const compiled = new Map<DescMessage, Check | null>();
 /**
  * The checks of a message type and of the messages it holds, or null when none
  * of its fields has a rule. Each message's checks are made into one function
- * by `new Function` (as the JSON door's request checks are, gateway/json-check.ts):
- * its fields read by name, where a closure a field read each by a variable key.
- * Names reach the source only as JSON string literals from the descriptors.
+ * by `new Function` (as the JSON door's request checks are, gateway/json-check.ts),
+ * which reads each field by name; a closure per field used to read it by a
+ * variable key. Names reach the source only as JSON string literals from the
+ * descriptors.
  */
 function compile(desc: DescMessage): Check | null {
   if (compiled.has(desc)) return compiled.get(desc) as Check | null;
