@@ -31,4 +31,17 @@ describe("error redaction", () => {
     // Both are quoted the same way (both cut, or neither): otherwise the answer is a key-existence oracle across workspaces.
     expect(real.includes(keyB), real).toBe(fake.includes(decoy));
   });
+
+  it("an authenticated caller's own key is cut from an error answer, a long token that is no key of its workspace is quoted whole", async () => {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const own = (await key(h, rk, apiId)).key as string;
+    const detail = async (role: string) => (await h.post("/v2/keys.createKey", { apiId, roles: [role] }, rk)).body.error.detail as string;
+    const cut = await detail(own);
+    expect(cut, "the caller's key is not quoted").not.toContain(own);
+    expect(cut).toContain(`${own.slice(0, 8)}…`);
+    // Only known to be no key once the caller's workspace has been looked in: an unknown caller gets every long token cut.
+    const role = "billing_reader_for_the_eu_region";
+    expect(await detail(role)).toContain(role);
+  });
 });
