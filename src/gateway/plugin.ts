@@ -58,8 +58,16 @@ const adapters: Record<string, BodyAdapter> = {
   "ratelimit.multiLimit": (body) => (Array.isArray(body) ? { limits: body.map(namespaceAliases) } : body),
 };
 
-/** The workspace of the authenticated caller of a request, for its error answer (see errors/redact.ts). */
-export const callerWorkspace = new WeakMap<FastifyRequest, string>();
+/**
+ * The workspace of the authenticated caller of a request, for its error answer
+ * (see errors/redact.ts): a field of the request (decorated in gatewayPlugin,
+ * so every request of the door has it from its constructor). It was a WeakMap
+ * keyed by the request: an ephemeron entry for every verification, for the
+ * garbage collector to trace, to be read only when the request fails.
+ */
+const CALLER_WORKSPACE = Symbol("callerWorkspace");
+type WithCaller = FastifyRequest & { [CALLER_WORKSPACE]?: string | undefined };
+export const callerWorkspaceOf = (req: FastifyRequest): string | undefined => (req as WithCaller)[CALLER_WORKSPACE];
 
 /** A header sent once; sent twice it is ambiguous, so the first is not silently picked. */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(", ") : v);
@@ -145,6 +153,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
     // over a 400 for an unparsable body: the caller learns nothing about the API
     // before authenticating (docs/auth.md, "Credentials first, body second, on every door").
     bodyReadByHandler(app, ["application/json"]);
+    app.decorateRequest(CALLER_WORKSPACE, undefined);
 
     // Liveness needs no root key and ignores any body (GET for the SDK, POST like every other /v2 path).
     // Still 200 when degraded (it still answers); the parts running degraded are named.
@@ -168,7 +177,7 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         const found = authenticateCached(deps, authorization);
         const principal = found instanceof RootKeyMiss ? await lookupRootKey(deps, found) : found;
         principal.origin = new HttpOrigin(req);
-        callerWorkspace.set(req, principal.workspaceId);
+        (req as WithCaller)[CALLER_WORKSPACE] = principal.workspaceId;
         let body = await readJsonBody(req, reply, bodyLimit);
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);

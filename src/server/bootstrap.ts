@@ -13,7 +13,7 @@ import { redactKeys } from "../errors/redact.js";
 import { answered } from "../gateway/answered.js";
 import { registerDocs } from "../gateway/docs.js";
 import { registerOpenApi } from "../gateway/openapi.js";
-import { callerWorkspace, gatewayPlugin, routeTable } from "../gateway/plugin.js";
+import { callerWorkspaceOf, gatewayPlugin, routeTable } from "../gateway/plugin.js";
 import type { ServiceEntry } from "../services/types.js";
 import { isDatabaseUnavailable } from "../storage/sql.js";
 import { bodyComplete, writeAnswer } from "../transport/body.js";
@@ -100,7 +100,7 @@ export async function buildServer({ config, deps, services, dashboardDir }: Serv
   });
 
   const send = async (reply: FastifyReply, req: FastifyRequest, err: AppError) => {
-    const body = errorBody(await redactKeys(deps, err, callerWorkspace.get(req)), config.docsBaseUrl);
+    const body = errorBody(await redactKeys(deps, err, callerWorkspaceOf(req)), config.docsBaseUrl);
     answered(req, reply, body.status, metrics);
     if (!bodyComplete(req.raw)) {
       // Refused before (or while) its body was read: answered while the rest of the body is discarded (transport/body.ts).
