@@ -14,7 +14,7 @@ import { PermissionsService } from "../../gen/keyhold/v2/permissions_service_pb.
 import { RatelimitService } from "../../gen/keyhold/v2/ratelimit_service_pb.js";
 import { KeyCreditsSchema } from "../../gen/keyhold/v2/resources_pb.js";
 import { RootKeysService } from "../../gen/keyhold/v2/root_keys_service_pb.js";
-import { sentWhole, textWriterFor, writerFor } from "./json-response.js";
+import { numberText, sentWhole, stringText, textWriterFor, writerFor } from "./json-response.js";
 
 const SERVICES = [AnalyticsService, ApisService, AuditLogsService, IdentitiesService, KeysService, PermissionsService, RatelimitService, RootKeysService];
 
@@ -29,7 +29,18 @@ function rng(seed: number): () => number {
   };
 }
 
-const STRINGS = ["", "key_1ChQh4gGu7aKpeqzefPrQR", 'quote " and \\ backslash', "line\nbreak\ttab", "ünïcödé ✓ 🗝", "\u0000\u001f", "</script>"];
+const STRINGS = [
+  "",
+  "key_1ChQh4gGu7aKpeqzefPrQR",
+  'quote " and \\ backslash',
+  "line\nbreak\ttab",
+  "ünïcödé ✓ 🗝",
+  "\u0000\u001f",
+  "</script>",
+  "lone \ud800 surrogate",
+  "\u2028\u2029\u007f",
+  "x".repeat(65),
+];
 
 function scalarValue(t: ScalarType, r: () => number): unknown {
   switch (t) {
@@ -46,7 +57,7 @@ function scalarValue(t: ScalarType, r: () => number): unknown {
       return r() < 0.1 ? 2n ** 60n + 1n : r() < 0.5 ? BigInt(Math.floor(r() * 2 ** 53)) : Math.floor(r() * 1e13);
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
-      return [0, -1.5, 1e21, 0.1, Number.NaN, Number.POSITIVE_INFINITY][Math.floor(r() * 6)];
+      return [0, -0, -1.5, 1e21, 0.1, 5e-324, Number.NaN, Number.POSITIVE_INFINITY][Math.floor(r() * 8)];
     case ScalarType.BYTES:
       return new Uint8Array([1, 2, 3]);
     default:
@@ -114,5 +125,24 @@ describe("textWriterFor writes what JSON.stringify makes of writerFor's object",
     expect(sentWhole(output(KeysService, "verifyKey"))).toBe(true);
     expect(sentWhole(output(RatelimitService, "limit"))).toBe(true);
     expect(sentWhole(output(ApisService, "listKeys"))).toBe(false);
+  });
+});
+
+describe("stringText and numberText write what JSON.stringify writes", () => {
+  it("every UTF-16 code unit, alone and between letters, and strings either side of the length taken at once", () => {
+    for (let c = 0; c <= 0xffff; c++) {
+      const ch = String.fromCharCode(c);
+      expect(stringText(ch)).toBe(JSON.stringify(ch));
+      expect(stringText(`a${ch}b`)).toBe(JSON.stringify(`a${ch}b`));
+    }
+    for (const s of ["", "🗝", "a".repeat(64), "a".repeat(65), `${"a".repeat(64)}"`, `${"a".repeat(63)}\n`]) expect(stringText(s)).toBe(JSON.stringify(s));
+    for (const v of [undefined, null, 1, true, {}]) expect(stringText(v)).toBe(JSON.stringify(v));
+  });
+
+  it("numbers, the ones JSON has no text for and what is not a number", () => {
+    const numbers = [0, -0, 1, -1, 0.1, 1 / 3, 1e21, 1e-7, 123456789012345680000, 2 ** 53, -(2 ** 31), 5e-324, Number.MAX_VALUE];
+    for (const n of [...numbers, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, "7", undefined, null, 7n.toString()]) {
+      expect(numberText(n)).toBe(JSON.stringify(n));
+    }
   });
 });

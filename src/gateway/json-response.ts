@@ -114,8 +114,9 @@ const textWriters = new WeakMap<DescMessage, TextWriter>();
  * The same JSON as `JSON.stringify(writerFor(desc)(v))`, written as text at once
  * for a message sent whole as `data` (a verifyKey or ratelimit.limit answer):
  * no object built to be walked again by JSON.stringify. Every value the
- * object's writer would place as it is goes through JSON.stringify here too, so
- * the text is the same byte for byte, key order included (json-response.test.ts
+ * object's writer would place as it is goes through JSON.stringify here too (or
+ * stringText and numberText, which write what it would), so the text is the
+ * same byte for byte, key order included (json-response.test.ts
  * compares both over every operation's response).
  */
 export function textWriterFor(desc: DescMessage): TextWriter {
@@ -131,9 +132,34 @@ function valueText(kind: "scalar" | "enum" | "message", scalar: ScalarType | und
     let writer: TextWriter | undefined;
     return (v) => (writer ??= textWriterFor(message))(v);
   }
-  if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return (v) => JSON.stringify(Number(v as bigint | number));
+  if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return (v) => numberText(Number(v as bigint | number));
   if (kind === "scalar" && scalar === ScalarType.BOOL) return (v) => (v === true ? "true" : v === false ? "false" : JSON.stringify(v));
+  if (kind === "scalar" && scalar === ScalarType.STRING) return stringText;
+  if (kind === "scalar" && scalar !== undefined && NUMBER.has(scalar)) return numberText;
   return (v) => JSON.stringify(v);
+}
+
+const NUMBER = new Set([ScalarType.INT32, ScalarType.UINT32, ScalarType.SINT32, ScalarType.FIXED32, ScalarType.SFIXED32, ScalarType.DOUBLE, ScalarType.FLOAT]);
+
+/**
+ * What JSON.stringify makes of a value, without calling it for a short string
+ * that needs no escape (no quote, backslash, control character or surrogate):
+ * JSON.stringify is a call into the runtime's C++ each time, and an answer
+ * with one limit called it nine times for its scalars. Anything else, and a
+ * long string (where its own loop is the faster), goes to JSON.stringify.
+ */
+export function stringText(x: unknown): string {
+  if (typeof x !== "string" || x.length > 64) return JSON.stringify(x);
+  for (let i = 0; i < x.length; i++) {
+    const c = x.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c < 0xe000)) return JSON.stringify(x);
+  }
+  return `"${x}"`;
+}
+
+/** What JSON.stringify makes of a value, without calling it for a finite number (its text is the number's own: -0 is "0" both ways). */
+export function numberText(x: unknown): string {
+  return typeof x === "number" && Number.isFinite(x) ? `${x}` : JSON.stringify(x);
 }
 
 /**
@@ -155,8 +181,10 @@ function compileText(desc: DescMessage): TextWriter {
   // `"name":` after a comma when something came before: `sep` is "" until then.
   const put = (name: string, value: string): string => `t += sep + ${lit(name)} + ${value}; sep = ",";`;
   const valueSource = (kind: ValueKind[0], scalar: ScalarType | undefined, message: DescMessage | undefined): string => {
-    if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return "JSON.stringify(Number(x))";
+    if (kind === "scalar" && scalar !== undefined && INT64.has(scalar)) return "num(Number(x))";
     if (kind === "scalar" && scalar === ScalarType.BOOL) return '(x === true ? "true" : x === false ? "false" : JSON.stringify(x))';
+    if (kind === "scalar" && scalar === ScalarType.STRING) return "str(x)";
+    if (kind === "scalar" && scalar !== undefined && NUMBER.has(scalar)) return "num(x)";
     if (kind === "message" && message !== undefined) return `${fn(valueText(kind, scalar, message))}(x)`;
     return "JSON.stringify(x)";
   };
@@ -181,7 +209,7 @@ function compileText(desc: DescMessage): TextWriter {
     !(remaining !== undefined && remaining.fieldKind === "scalar" && remaining.presence === FeatureSet_FieldPresence.IMPLICIT);
   if (nullableRemaining) lines.push(`if (src[${lit(remaining?.localName ?? "remaining")}] === undefined) { ${put('"remaining":', '"null"')} }`);
   const body = ['"use strict";', "const src = v ?? {};", 'let t = "{";', 'let sep = "";', "let x;", ...lines, 'return t + "}";'].join("\n");
-  return new Function("f", `return function ${desc.name}Text(v) {\n${body}\n};`)(fns) as TextWriter;
+  return new Function("f", "str", "num", `return function ${desc.name}Text(v) {\n${body}\n};`)(fns, stringText, numberText) as TextWriter;
 }
 
 /** Whether an answer of this message goes whole as `data`, and so as text through textWriterFor. */
