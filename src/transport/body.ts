@@ -118,9 +118,14 @@ export function readBodyNow(req: IncomingMessage, limit: number): Buffer | undef
   if (req.readableLength === 0) return req.readableEnded ? Buffer.alloc(0) : undefined;
   const chunk = req.read() as Buffer | null;
   if (chunk === null) return undefined;
-  taken.add(req);
-  // Its end not parsed yet: flowing from now on, so the stream ends (and says so) when it is.
-  if (!req.complete) req.resume();
+  // Its end not parsed yet: flowing from now on, so the stream ends (and says so)
+  // when it is, and marked as taken till then (a WeakSet entry only then: most
+  // bodies are complete by now, and an entry a request was one more weak
+  // reference for the garbage collector to clear).
+  if (!req.complete) {
+    taken.add(req);
+    req.resume();
+  }
   // One read() of a paused stream returns its whole buffer; anything left is taken too.
   return req.readableLength > 0 ? Buffer.concat([chunk, ...drain(req)]) : chunk;
 }
