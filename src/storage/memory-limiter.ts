@@ -21,7 +21,16 @@ export interface LimitCheck {
   limit: number;
   duration: number;
   cost: number;
+  /**
+   * `counterOf(key, duration)` when the caller keeps its checks: the in-process
+   * limiter's name for the counter, made here for each check otherwise (a new
+   * string a check, flattened and hashed in full for its lookup).
+   */
+  counter?: string | undefined;
 }
+
+/** A counter's name in the in-process limiter: its identity and window length (a limit whose duration changes starts a new counter). */
+export const counterOf = (key: string, duration: number): string => `${key}|${duration}`;
 
 export interface LimitResult {
   passed: boolean;
@@ -72,7 +81,7 @@ export class MemoryLimiter implements Limiter {
     const pending = new Map<Window, number>();
     const evaluated = checks.map((c) => {
       const seq = Math.floor(now / c.duration);
-      const w = this.window(`${c.key}|${c.duration}`, seq, c.duration);
+      const w = this.window(c.counter ?? counterOf(c.key, c.duration), seq, c.duration);
       const elapsed = (now - seq * c.duration) / c.duration;
       const before = pending.get(w) ?? 0;
       pending.set(w, before + c.cost);
@@ -98,7 +107,7 @@ export class MemoryLimiter implements Limiter {
    */
   private checkOne(c: LimitCheck, now: number): LimitResult {
     const seq = Math.floor(now / c.duration);
-    const w = this.window(`${c.key}|${c.duration}`, seq, c.duration);
+    const w = this.window(c.counter ?? counterOf(c.key, c.duration), seq, c.duration);
     const elapsed = (now - seq * c.duration) / c.duration;
     const effective = w.cur + Math.trunc(w.prev * (1 - elapsed)) + c.cost;
     const passed = c.limit > 0 && effective <= c.limit;

@@ -1,7 +1,8 @@
 // keyRecordSize (what CACHE_MAX_BYTES counts) against the heap a cached key really
 // takes: records shaped as the miss path makes them, each with fresh strings as a
-// database row brings them, put in a RecordCache with their tags, the heap read
-// before and after, once collecting frees no more.
+// database row brings them, put in a RecordCache with their tags and the checks
+// of limits their first verification keeps, the heap read before and after, once
+// collecting frees no more.
 import { randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -10,6 +11,7 @@ import { RecordCache } from "../../cache/verification-cache.js";
 import { Interner } from "../../core/intern.js";
 import { type KeyRecord, keyRecordSize, NONE, type RatelimitConfig } from "../../core/records.js";
 import { keyTags } from "./lookup.js";
+import { autoLimits } from "./verify.js";
 
 setFlagsFromString("--expose-gc");
 // Swept at once: with concurrent sweeping, heapUsed read just after gc() may
@@ -84,6 +86,8 @@ describe("keyRecordSize", () => {
     for (let i = 0; i < N; i++) {
       const r = record(shape, i);
       cache.set(r.hash, r, keyTags(r));
+      // And what its first verification keeps with it (the checks of its limits, verify.ts): a key is cached by a verification.
+      autoLimits(r);
       estimate += keyRecordSize(r) + r.hash.length;
     }
     const heap = (settledHeap() - before) / N;

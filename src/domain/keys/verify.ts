@@ -7,7 +7,7 @@ import { type Answer, andThen } from "../../core/answer.js";
 import { AppError } from "../../core/errors.js";
 import { type KeyRecord, NONE, type RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
-import type { LimitCheck, LimitResult } from "../../storage/memory-limiter.js";
+import { counterOf, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
 import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -54,6 +54,7 @@ export type VerifyOutcome =
 
 const NOT_FOUND: VerifyOutcome = { valid: false, code: "NOT_FOUND" };
 const NO_LIMITS: RatelimitOutcome[] = [];
+const NO_PLAN: Plan = { configs: NONE, checks: NONE };
 
 /** `apis.<apiId>.verify_key`, made once per API: a string built per request would be hashed anew by the grant memo each time. */
 const verifyGrants = new Map<string, string>();
@@ -207,15 +208,9 @@ function verifyRecord(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyR
  * without credits then needs nothing that waits: its outcome is a value.
  */
 function limitsAndCredits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, noLimits: boolean): Answer<VerifyOutcome> {
-  const checks = noLimits ? [] : ratelimitChecks(key, input.ratelimits);
-  if (checks.length === 0) return credits(deps, p, input, key, now, NO_LIMITS);
-  return andThen(
-    deps.limiter.check(
-      checks.map((c) => c.check),
-      now,
-    ),
-    (results) => afterLimits(deps, p, input, key, now, checks, results),
-  );
+  const plan = noLimits ? NO_PLAN : ratelimitChecks(key, input.ratelimits);
+  if (plan.checks.length === 0) return credits(deps, p, input, key, now, NO_LIMITS);
+  return andThen(deps.limiter.check(plan.checks, now), (results) => afterLimits(deps, p, input, key, now, plan.configs, results));
 }
 
 function afterLimits(
@@ -224,20 +219,20 @@ function afterLimits(
   input: VerifyKeyInput,
   key: KeyRecord,
   now: number,
-  checks: PlannedCheck[],
+  configs: readonly RatelimitConfig[],
   results: LimitResult[],
 ): Answer<VerifyOutcome> {
-  const outcomes = checks.map((c, i) => {
+  const outcomes = configs.map((config, i) => {
     const r = results[i] as LimitResult;
     return {
-      id: c.config.id,
-      name: c.config.name,
-      limit: c.config.limit,
-      duration: c.config.duration,
+      id: config.id,
+      name: config.name,
+      limit: config.limit,
+      duration: config.duration,
       reset: r.reset,
       remaining: r.remaining,
       exceeded: !r.passed,
-      autoApply: c.config.autoApply,
+      autoApply: config.autoApply,
     };
   });
   if (outcomes.some((o) => o.exceeded)) return refuse(deps, p, input, key, now, "RATE_LIMITED", outcomes);
@@ -266,11 +261,6 @@ async function spend(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRe
   return result("USAGE_EXCEEDED", spent.remaining);
 }
 
-interface PlannedCheck {
-  config: RatelimitConfig;
-  check: LimitCheck;
-}
-
 /** The limiter's check of one of the key's (or its identity's) limits. */
 function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", cost: number): LimitCheck {
   const owner = scope === "key" ? key.id : (key.identity?.id as string);
@@ -282,33 +272,34 @@ function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "ide
 }
 
 /**
+ * limitCheck's check made to be kept: the counter's name as one flat string and
+ * the key a slice of it (a string joined from parts is a tree of one node a
+ * part, until it is flattened, and then the flat copy besides), and the slot
+ * tag kept only once a record. Two limits' checks kept with their strings as
+ * joined (and a pair of objects a limit, lists grown by push) took 1,050 bytes
+ * of heap over their record's 903; made so, 501 (record-size.test.ts).
+ */
+function keptCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", slotTag: string | undefined): LimitCheck {
+  const owner = scope === "key" ? key.id : (key.identity?.id as string);
+  const joined = `${key.workspaceId}|${scope}|${config.name}|${owner}`;
+  const counter = flat(counterOf(joined, config.duration));
+  return { key: counter.slice(0, joined.length), limit: config.limit, duration: config.duration, cost: 1, slotTag, counter };
+}
+
+/** The same text as one flat string of its own (JSON's round trip is exact for every string, lone surrogates included). */
+const flat = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
+
+/**
  * Auto-applied limits of the key and its identity (merged by name, the key's
  * own winning), plus every limit the request names, at the request's cost.
  */
-function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]): PlannedCheck[] {
-  // Nothing requested (the common case): the auto-applied limits in the order the
-  // merge below gives them (the identity's names first, with the key's config for a
-  // name both have, then the key's other names), without its Maps and closure. A
-  // key's limit names are unique, as are an identity's (ratelimits_key_name,
-  // ratelimits_identity_name in migrations/0001_init.sql).
-  if (requested.length === 0) {
-    const auto: PlannedCheck[] = [];
-    const inherited = key.identity?.ratelimits ?? NONE;
-    for (const l of inherited) {
-      const own = key.ratelimits.find((k) => k.name === l.name);
-      const config = own ?? l;
-      if (config.autoApply) auto.push({ config, check: limitCheck(key, config, own === undefined ? "identity" : "key", 1) });
-    }
-    for (const l of key.ratelimits) {
-      if (l.autoApply && !inherited.some((i) => i.name === l.name)) auto.push({ config: l, check: limitCheck(key, l, "key", 1) });
-    }
-    return auto;
-  }
+function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]): Plan {
+  if (requested.length === 0) return autoLimits(key);
   const byName = new Map<string, { config: RatelimitConfig; scope: "key" | "identity" }>();
   for (const l of key.identity?.ratelimits ?? []) byName.set(l.name, { config: l, scope: "identity" });
   for (const l of key.ratelimits) byName.set(l.name, { config: l, scope: "key" });
 
-  const planned = new Map<string, PlannedCheck>();
+  const planned = new Map<string, { config: RatelimitConfig; check: LimitCheck }>();
   const plan = (config: RatelimitConfig, scope: "key" | "identity", cost: number) => {
     planned.set(config.name, { config, check: limitCheck(key, config, scope, cost) });
   };
@@ -330,5 +321,63 @@ function ratelimitChecks(key: KeyRecord, requested: VerifyKeyInput["ratelimits"]
     }
     plan(found.config, found.scope, cost);
   }
-  return [...planned.values()];
+  const all = [...planned.values()];
+  return { configs: all.map((c) => c.config), checks: all.map((c) => c.check) };
+}
+
+/** A verification's limits: the configs (for its answer) and the limiter's checks, in the same order. */
+export interface Plan {
+  configs: readonly RatelimitConfig[];
+  checks: readonly LimitCheck[];
+}
+
+/**
+ * A cached record's auto-applied limits, as checked when a verification names
+ * none (the common case), made at its first such verification and kept for the
+ * record's life: a record is replaced when its key, identity or limits change,
+ * never changed in place (but for its refill time), so what the checks are made
+ * of is fixed for it. Made anew for every verification, their strings were new
+ * each time, for the limiter to flatten and hash in full; verifyLimit counted
+ * x0.972 of the instructions a request with them kept a limit (bench/README.md).
+ * keyRecordSize counts what they take. Nobody changes a plan or its checks.
+ */
+const autoPlans = new WeakMap<KeyRecord, Plan>();
+
+/** The plan kept for a record (made now if it is not yet): exported for record-size.test.ts, which counts what it takes. */
+export function autoLimits(key: KeyRecord): Plan {
+  let plan = autoPlans.get(key);
+  if (plan === undefined) autoPlans.set(key, (plan = autoPlan(key)));
+  return plan;
+}
+
+/**
+ * The auto-applied limits in the order the merge of ratelimitChecks gives them
+ * (the identity's names first, with the key's config for a name both have, then
+ * the key's other names), without its Maps and closure. A key's limit names are
+ * unique, as are an identity's (ratelimits_key_name, ratelimits_identity_name in
+ * migrations/0001_init.sql).
+ */
+function autoPlan(key: KeyRecord): Plan {
+  const configs: RatelimitConfig[] = [];
+  const scopes: Array<"key" | "identity"> = [];
+  const inherited = key.identity?.ratelimits ?? NONE;
+  for (const l of inherited) {
+    const own = key.ratelimits.find((k) => k.name === l.name);
+    const config = own ?? l;
+    if (config.autoApply) {
+      configs.push(config);
+      scopes.push(own === undefined ? "identity" : "key");
+    }
+  }
+  for (const l of key.ratelimits) {
+    if (l.autoApply && !inherited.some((i) => i.name === l.name)) {
+      configs.push(l);
+      scopes.push("key");
+    }
+  }
+  if (configs.length === 0) return NO_PLAN;
+  const slotTag = key.identity === undefined ? undefined : flat(`${key.workspaceId}|identity|${key.identity.id}`);
+  const checks = configs.map((config, i) => keptCheck(key, config, scopes[i] as "key" | "identity", slotTag));
+  // The key's own list when that is what it comes to (most keys with limits), else one of its own length (a list grown by push keeps room for 17).
+  return { configs: configs.length === key.ratelimits.length && inherited.length === 0 ? key.ratelimits : configs.slice(), checks };
 }
