@@ -31,7 +31,10 @@ type BodyAdapter = (body: unknown) => unknown;
  */
 const namespaceAliases: BodyAdapter = (body) => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return body;
-  const b = { ...(body as Record<string, unknown>) };
+  const sent = body as Record<string, unknown>;
+  // `namespace` alone (what the SDK sends): the body as it is, not a copy of it.
+  if (sent.namespace !== undefined && sent.namespaceId === undefined && sent.namespaceName === undefined) return body;
+  const b = { ...sent };
   const given = ["namespace", "namespaceId", "namespaceName"].filter((k) => b[k] !== undefined);
   if (given.length > 1) {
     throw invalidInput([{ location: "body.namespace", message: `Send exactly one of namespace, namespaceId and namespaceName (got ${given.join(", ")}).` }]);
