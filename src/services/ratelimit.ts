@@ -24,13 +24,11 @@ const toOverride = (o: OverrideRow): MessageInitShape<typeof RatelimitOverrideSc
   namespaceId: o.namespaceId,
 });
 
-const limitAnswer = (r: LimitOutcome): MessageInitShape<typeof LimitResponseSchema> => ({
-  limit: big(r.limit),
-  remaining: big(r.remaining),
-  reset: big(r.reset),
-  success: r.success,
-  ...(r.overrideId === undefined ? {} : { overrideId: r.overrideId }),
-});
+// Two literals rather than a spread of an optional part: an object spread copies through V8's runtime, on every ratelimit.limit.
+const limitAnswer = (r: LimitOutcome): MessageInitShape<typeof LimitResponseSchema> =>
+  r.overrideId === undefined
+    ? { limit: big(r.limit), remaining: big(r.remaining), reset: big(r.reset), success: r.success }
+    : { limit: big(r.limit), remaining: big(r.remaining), reset: big(r.reset), success: r.success, overrideId: r.overrideId };
 
 export function ratelimitService(deps: Deps): Operations<typeof RatelimitService> {
   return {

@@ -100,15 +100,11 @@ function planCached(deps: Deps, p: Principal, input: LimitInput): Planned | unde
 
 /** One analytics event per check (ratelimits_v1), written behind. */
 function recordChecks(deps: Deps, p: Principal, now: number, checks: ReadonlyArray<{ namespaceId: string; identifier: string; passed: boolean }>): void {
-  for (const c of checks)
-    deps.analytics.ratelimit({
-      requestId: p.origin?.requestId ?? "",
-      time: now,
-      workspaceId: p.workspaceId,
-      namespaceId: c.namespaceId,
-      identifier: c.identifier,
-      passed: c.passed,
-    });
+  for (const c of checks) recordCheck(deps, p, now, c.namespaceId, c.identifier, c.passed);
+}
+
+function recordCheck(deps: Deps, p: Principal, now: number, namespaceId: string, identifier: string, passed: boolean): void {
+  deps.analytics.ratelimit({ requestId: p.origin?.requestId ?? "", time: now, workspaceId: p.workspaceId, namespaceId, identifier, passed });
 }
 
 /**
@@ -127,7 +123,7 @@ function limitPlanned(deps: Deps, p: Principal, input: LimitInput, one: Planned 
   const now = deps.clock.now();
   const answer = ([r]: LimitResult[]): LimitOutcome => {
     if (r === undefined) throw new Error("the limiter returned no result");
-    recordChecks(deps, p, now, [{ namespaceId: one.namespaceId, identifier: input.identifier, passed: r.passed }]);
+    recordCheck(deps, p, now, one.namespaceId, input.identifier, r.passed);
     return { limit: one.check.limit, remaining: r.passed ? r.remaining : 0, reset: r.reset, success: r.passed, overrideId: one.overrideId };
   };
   return andThen(deps.limiter.check([one.check], now), answer);
