@@ -79,11 +79,13 @@ const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
 /**
- * The JSON body, read only now (after the caller is authenticated): its media
- * type and encoding are checked before a byte is read, then it is read and
- * inflated within BODY_LIMIT_BYTES (transport/body.ts) and parsed.
+ * The encoding of a JSON body, checked before a byte of it is read (after the
+ * caller is authenticated): its media type and charset, then its
+ * Content-Encoding. The body is read within BODY_LIMIT_BYTES
+ * (transport/body.ts), inflated and parsed by the handler: at once when it has
+ * all come (jsonBodyNow), else by readJsonBody.
  */
-async function readJsonBody(req: FastifyRequest, reply: FastifyReply, limit: number): Promise<unknown> {
+function jsonBodyEncoding(req: FastifyRequest, reply: FastifyReply): RequestEncoding | undefined {
   const ct = req.headers["content-type"];
   if (ct !== undefined && !JSON_TYPE.test(ct)) {
     throw new AppError("err:svc:application:unsupported_media_type", `Send the body as application/json (got ${ct}).`);
@@ -92,17 +94,30 @@ async function readJsonBody(req: FastifyRequest, reply: FastifyReply, limit: num
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new AppError("err:svc:application:unsupported_media_type", `JSON bodies are UTF-8; send charset=utf-8 or no charset (got ${ct}).`);
   }
-  let encoding: RequestEncoding | undefined;
   try {
-    encoding = requestEncoding(req.headers["content-encoding"]);
+    return requestEncoding(req.headers["content-encoding"]);
   } catch (err) {
     // What we do take, as RFC 7694 has a 415 for an encoding say.
     reply.header("accept-encoding", ACCEPTED_ENCODINGS_HEADER);
     throw err;
   }
-  // The handler starts while Node is still parsing the packet that carried the
-  // headers; a body that came with them is buffered once this turn's parsing ends.
-  if (!req.raw.complete) await undefined;
+}
+
+/** Marks a body not there to be parsed at once: readJsonBody reads it. */
+const LATER = Symbol("later");
+
+/**
+ * The parsed body when it is all in already and not compressed (a small body
+ * comes with its headers), without a promise: an async reader cost every
+ * request its promise and one more microtask turn.
+ */
+function jsonBodyNow(req: FastifyRequest, encoding: RequestEncoding | undefined, limit: number): unknown {
+  if (encoding !== undefined) return LATER;
+  const raw = readBodyNow(req.raw, limit);
+  return raw === undefined ? LATER : parseJson(raw);
+}
+
+async function readJsonBody(req: FastifyRequest, encoding: RequestEncoding | undefined, limit: number): Promise<unknown> {
   const raw = readBodyNow(req.raw, limit) ?? (await readBody(req.raw, limit));
   return parseJson(encoding === undefined ? raw : await inflate(raw, encoding, limit));
 }
@@ -181,7 +196,12 @@ export function gatewayPlugin(deps: Deps, entries: ServiceEntry[], bodyLimit: nu
         const principal = found instanceof RootKeyMiss ? await lookupRootKey(deps, found) : found;
         principal.origin = new HttpOrigin(req);
         (req as WithCaller)[CALLER_WORKSPACE] = principal.workspaceId;
-        let body = await readJsonBody(req, reply, bodyLimit);
+        const encoding = jsonBodyEncoding(req, reply);
+        // The handler starts while Node is still parsing the packet that carried the
+        // headers; a body that came with them is buffered once this turn's parsing ends.
+        if (!req.raw.complete) await undefined;
+        let body = jsonBodyNow(req, encoding, bodyLimit);
+        if (body === LATER) body = await readJsonBody(req, encoding, bodyLimit);
         if (adapt) body = adapt(body);
         const { json, errors } = checkBody(route.input, body);
         if (errors.length > 0) throw invalidInput(errors);
