@@ -363,6 +363,26 @@ describe("keys.verifyKey 200", () => {
       expect(await verifyKey(h, b.key)).toMatchObject({ code: "VALID" });
     });
 
+    it("a linked identity comes with its meta and its own limits ({id, externalId, meta?, ratelimits?}); without meta or limits, with neither", async () => {
+      const apiId = await createApi(h);
+      const externalId = uid("ident");
+      const meta = { plan: "team", seats: 4 };
+      const created = expectOk(
+        await h.post("/v2/identities.createIdentity", { externalId, meta, ratelimits: [{ name: "shared", limit: 50, duration: 60_000 }] }, await admin(h)),
+      );
+      const { key } = await createKey(h, apiId, { externalId });
+      const data = await verifyKey(h, key);
+      expect(data.identity).toEqual({
+        id: created.identityId,
+        externalId,
+        meta,
+        ratelimits: [{ id: expect.stringMatching(/^rl_/), name: "shared", limit: 50, duration: 60_000, autoApply: true }],
+      });
+      const bare = uid("bare");
+      const other = await createKey(h, apiId, { externalId: bare });
+      expect((await verifyKey(h, other.key)).identity).toEqual({ id: expect.stringMatching(/^id_/), externalId: bare });
+    });
+
     it("a key's auto-applied limits and its identity's merge by name, the key's own winning, the identity's names first; the identity's counters are shared by its keys", async () => {
       const apiId = await createApi(h);
       await awayFromWindowEdge(60_000);
