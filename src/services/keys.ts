@@ -26,7 +26,16 @@ function verifyKeyAnswer(out: VerifyOutcome): VerifyKeyAnswer {
     // The cached record's own lists (NONE when empty), not copies: an answer is only read.
     permissions: k.permissions as string[],
     roles: k.roles as string[],
-    ratelimits: out.ratelimits.map((r) => ({ ...r, limit: big(r.limit), duration: big(r.duration), reset: big(r.reset), remaining: big(r.remaining) })),
+    ratelimits: out.ratelimits.map((r) => ({
+      id: r.id,
+      name: r.name,
+      limit: big(r.limit),
+      duration: big(r.duration),
+      reset: big(r.reset),
+      remaining: big(r.remaining),
+      exceeded: r.exceeded,
+      autoApply: r.autoApply,
+    })),
   };
   if (k.name) res.name = k.name;
   const meta = nonEmpty(k.meta);
