@@ -73,7 +73,8 @@ export interface KeyDetails extends KeyRecord {
  * after, on Node 20 (src/domain/keys/record-size.test.ts): 592 bytes of heap a
  * plain key with its hash, 936 with five permissions and two roles, 903 with
  * two limits, 1,155 with an identity (a one-field meta, one limit), 773 with a
- * name and a four-field meta. End to end a plain key took 798-805 bytes before
+ * name and a four-field meta (with limits, 1,404 and 1,556 once the checks its
+ * first verification keeps are made: keptChecksSize below). End to end a plain key took 798-805 bytes before
  * NONE (docs/caching.md), ~120 more than the model then (680): the base is set
  * for that. A parsed meta takes about 2.5 times its JSON's length; a short
  * string about its length and 30 bytes. So this counts 1.05-1.22 of the model's
