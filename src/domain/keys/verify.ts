@@ -263,13 +263,16 @@ async function spend(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRe
 
 /** The limiter's check of one of the key's (or its identity's) limits. */
 function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", cost: number): LimitCheck {
-  const owner = scope === "key" ? key.id : (key.identity?.id as string);
   // A key linked to an identity has its counters beside the identity's on a Redis
   // Cluster: its limits and its identity's are then checked in one script call,
   // atomically, in one round trip (docs/ratelimits.md). Built only when a limit is checked.
   const slotTag = key.identity === undefined ? undefined : `${key.workspaceId}|identity|${key.identity.id}`;
-  return { key: `${key.workspaceId}|${scope}|${config.name}|${owner}`, limit: config.limit, duration: config.duration, cost, slotTag };
+  return { key: limitKey(key, config, scope), limit: config.limit, duration: config.duration, cost, slotTag };
 }
+
+/** A limit's counter identity: workspace, scope, name and owner (the key, or its identity). */
+const limitKey = (key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity"): string =>
+  `${key.workspaceId}|${scope}|${config.name}|${scope === "key" ? key.id : (key.identity?.id as string)}`;
 
 /**
  * limitCheck's check made to be kept: the counter's name as one flat string and
@@ -280,8 +283,7 @@ function limitCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "ide
  * of heap over their record's 903; made so, 501 (record-size.test.ts).
  */
 function keptCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", slotTag: string | undefined): LimitCheck {
-  const owner = scope === "key" ? key.id : (key.identity?.id as string);
-  const joined = `${key.workspaceId}|${scope}|${config.name}|${owner}`;
+  const joined = limitKey(key, config, scope);
   const counter = flat(counterOf(joined, config.duration));
   return { key: counter.slice(0, joined.length), limit: config.limit, duration: config.duration, cost: 1, slotTag, counter };
 }
