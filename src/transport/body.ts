@@ -119,18 +119,32 @@ export function readBodyNow(req: IncomingMessage, limit: number): Buffer | undef
   const chunk = req.read() as Buffer | null;
   if (chunk === null) return undefined;
   // Its end not parsed yet: flowing from now on, so the stream ends (and says so)
-  // when it is, and marked as taken till then (a WeakSet entry only then: most
-  // bodies are complete by now, and an entry a request was one more weak
-  // reference for the garbage collector to clear).
+  // when it is, and marked as taken till then.
   if (!req.complete) {
-    taken.add(req);
+    markTaken(req);
     req.resume();
   }
   // One read() of a paused stream returns its whole buffer; anything left is taken too.
   return req.readableLength > 0 ? Buffer.concat([chunk, ...drain(req)]) : chunk;
 }
 
-const taken = new WeakSet<IncomingMessage>();
+/**
+ * Requests whose body readBodyNow took before Node parsed its end, till the end
+ * of this event-loop turn. All of such a body was buffered, so Node parses its
+ * end in the same read of the socket, before the turn is over: the mark is only
+ * needed for an answer written in between (by a microtask that runs between the
+ * parser's callbacks, which happens to nearly every request under load). It was
+ * a WeakSet: its add was ~1,300 instructions a request (callgrind, ratelimit.limit),
+ * a list is a push, and a request's mark is looked for only by an error answer.
+ */
+let taken: IncomingMessage[] = [];
+const forgetTaken = (): void => {
+  taken = [];
+};
+function markTaken(req: IncomingMessage): void {
+  if (taken.length === 0) setImmediate(forgetTaken);
+  taken.push(req);
+}
 
 /**
  * Whether the whole body is in: Node has parsed its end, or readBodyNow took all
@@ -138,7 +152,7 @@ const taken = new WeakSet<IncomingMessage>();
  * connection: nothing of the body is left to come). Only an explicit
  * `complete === false` is incomplete: a request injected in tests has no flag.
  */
-export const bodyComplete = (req: IncomingMessage): boolean => req.complete !== false || taken.has(req);
+export const bodyComplete = (req: IncomingMessage): boolean => req.complete !== false || taken.includes(req);
 
 function drain(req: IncomingMessage): Buffer[] {
   const rest: Buffer[] = [];
