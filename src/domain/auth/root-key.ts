@@ -11,6 +11,8 @@ const RANDOM_BYTES = 24;
 const CHECK_BYTES = 4;
 const WIDTH = 39; // max base58 digits for 28 bytes
 const SHAPE = /^svc_[1-9A-HJ-NP-Za-km-z]{39}$/;
+/** Every root key's length: the prefix, its underscore and WIDTH digits. */
+export const ROOT_KEY_LENGTH = ROOT_KEY_PREFIX.length + 1 + WIDTH;
 
 const checksum = (payload: Buffer): Buffer => createHash("sha256").update(payload).digest().subarray(0, CHECK_BYTES);
 

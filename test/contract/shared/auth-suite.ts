@@ -31,6 +31,9 @@ export const MALFORMED_VARIANTS: Array<[string, (k: string) => string]> = [
   ["two tokens", (k) => `Bearer ${k} ${k}`],
   ["the key truncated by 4 characters", (k) => `Bearer ${k.slice(0, -4)}`],
   ["the prefix only (`svc_`)", (k) => `Bearer ${k.slice(0, k.indexOf("_") + 1)}`],
+  // A root key's length, not its shape: refused on the cache miss (authenticate.ts), before the database.
+  ["another prefix, the length of a root key", (k) => `Bearer xyz_${k.slice(4)}`],
+  ["a character outside base58 (`0`), the length of a root key", (k) => `Bearer ${k.slice(0, -1)}0`],
   ["one character of the key changed (checksum)", (k) => `Bearer ${k.slice(0, -1)}${otherBase58(k.slice(-1))}`],
   [
     "one character in the middle changed (checksum)",
