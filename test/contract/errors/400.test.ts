@@ -50,6 +50,27 @@ describe("invalid JSON -> 400 envelope with errors[]", () => {
     expectInvalid(h, res, named);
   });
 
+  // In meta, where any key is allowed: only the body's parser can refuse these
+  // (decode.ts parses a text without a backslash or either name with JSON.parse alone).
+  it.each([
+    ["a __proto__ key in meta", '"meta":{"__proto__":{"admin":true}}'],
+    ["a __proto__ key in meta written with escapes", '"meta":{"\\u005f\\u005Fproto__":{"admin":true}}'],
+    ["a constructor.prototype in meta", '"meta":{"constructor":{"prototype":{"admin":true}}}'],
+    ["a constructor.prototype in meta written with escapes", '"meta":{"\\u0063onstructor":{"prototype":{"admin":true}}}'],
+  ])("%s -> 400 naming the body", async (_, field) => {
+    const apiId = await createApi(h);
+    const res = await h.post("/v2/keys.createKey", `{"apiId":"${apiId}",${field}}`, await admin(h));
+    expectInvalid(h, res, "body");
+  });
+
+  it("a meta key `constructor` without a prototype, and a body after a byte order mark, are read", async () => {
+    const apiId = await createApi(h);
+    const res = await h.post("/v2/keys.createKey", `\ufeff{"apiId":"${apiId}","meta":{"constructor":"x"}}`, await admin(h));
+    expect(res.status, show(res)).toBe(200);
+    const got = await h.post("/v2/keys.getKey", { keyId: res.body.data.keyId }, await admin(h));
+    expect(got.body.data.meta).toEqual({ constructor: "x" });
+  });
+
   it("a well-formed pair (an emoji) and non-ASCII text are kept as sent", async () => {
     const apiId = await createApi(h);
     const name = "k\u{1F511} é ü 鍵";
