@@ -36,6 +36,13 @@
 // 2026-11-30: the same build's fewest in two runs 142.1 and 142.3 thousand
 // instructions a verifyKey, while single rounds ranged over 140-258 thousand.
 //
+// BENCH_AB_KEEP=<dir> (with BENCH_AB_INSTRUCTIONS=1) keeps, for every build, the
+// dump of its fewest round and V8's map of its compiled code (the builds run
+// with `node --perf-basic-prof`, which writes /tmp/perf-<pid>.map as it
+// compiles), so that `npm run bench:where -- <dir>` names where the
+// instructions of a request went, function by function, the JavaScript that
+// V8 compiled included (callgrind alone calls it `???:0x…`).
+//
 // BENCH_AB_TOGETHER=1 loads every build at once instead, each from its own load
 // generator on CPU 1, so that the builds share CPU 0 through the same seconds:
 // a slow phase of the machine (on 2026-11-30 the bare route's CPU a request
@@ -62,6 +69,7 @@ const TOGETHER = process.env.BENCH_AB_TOGETHER === "1";
 const INSTRUCTIONS = process.env.BENCH_AB_INSTRUCTIONS === "1";
 const REQUESTS = Number(process.env.BENCH_AB_REQUESTS ?? 3_000);
 const WARM_UP_REQUESTS = 60_000;
+const KEEP = process.env.BENCH_AB_KEEP ?? "";
 
 /** callgrind_control's command to a build under callgrind (-z zero, -i on/off, -d dump). */
 const callgrind = (pid: number, ...command: string[]): void => {
@@ -73,7 +81,7 @@ const callgrind = (pid: number, ...command: string[]): void => {
  * --separate-threads each thread's counts go to `<file>.<dump>-<thread>`, the
  * main thread being 01.
  */
-function mainThreadInstructions(dir: string, pid: number): number {
+function mainThreadInstructions(dir: string, pid: number): { file: string; instructions: number } {
   const dumps = fs
     .readdirSync(dir)
     .map((f) => /^cg\.(\d+)\.(\d+)-01$/.exec(f))
@@ -83,7 +91,7 @@ function mainThreadInstructions(dir: string, pid: number): number {
   if (last === undefined) throw new Error(`no callgrind dump of ${pid} in ${dir}`);
   const totals = /^totals: (\d+)/m.exec(fs.readFileSync(path.join(dir, last[0]), "utf8"));
   if (totals === null) throw new Error(`no totals in ${last[0]}`);
-  return Number(totals[1]);
+  return { file: path.join(dir, last[0]), instructions: Number(totals[1]) };
 }
 const SCENARIOS = ["verifyJson", "verifyLimit", "verifyIdentity", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
 
@@ -102,6 +110,24 @@ async function redisUp(base: string, waitMs: number): Promise<boolean> {
   }
 }
 
+/**
+ * BENCH_AB_KEEP: each build's fewest round (`<n>.callgrind`), its code map
+ * (`<n>.perf.map`) and `builds.json` naming them, for bench/where.ts.
+ */
+function keep(dir: string, builds: ReadonlyArray<{ checkout: string; pid: number; instructions: number[]; dumps: string[] }>): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const kept = builds.map((b, i) => {
+    const name = `${i + 1}-${path.basename(b.checkout)}`;
+    const fewest = Math.min(...b.instructions);
+    const round = b.instructions.indexOf(fewest);
+    fs.copyFileSync(b.dumps[round] as string, path.join(dir, `${name}.callgrind`));
+    fs.copyFileSync(`/tmp/perf-${b.pid}.map`, path.join(dir, `${name}.perf.map`));
+    return { name, checkout: b.checkout, scenario: SCENARIO, requests: REQUESTS, instructionsPerRequest: Math.round(fewest) };
+  });
+  fs.writeFileSync(path.join(dir, "builds.json"), `${JSON.stringify(kept, null, 2)}\n`);
+  console.log(`kept in ${dir}: each build's fewest round and its code map; \`npm run bench:where -- ${dir}\` names where they went`);
+}
+
 async function main() {
   const checkouts = [...process.argv.slice(2).map((d) => path.resolve(d)), root];
   if (checkouts.length < 2 || !SCENARIOS.includes(SCENARIO)) {
@@ -110,6 +136,10 @@ async function main() {
   }
   if (SCENARIO === "verifyGrpc" && !ensureH2load()) {
     console.error("verifyGrpc needs h2load: apt-get install nghttp2-client");
+    process.exit(2);
+  }
+  if (KEEP !== "" && !INSTRUCTIONS) {
+    console.error("BENCH_AB_KEEP keeps what BENCH_AB_INSTRUCTIONS=1 counts: set both");
     process.exit(2);
   }
   if (INSTRUCTIONS && (TOGETHER || SCENARIO === "verifyGrpc")) {
@@ -133,12 +163,15 @@ async function main() {
   const running: ChildProcess[] = [];
   try {
     // The first build migrates the database; the others find it done. Setup goes through the first.
-    const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[]; instructions: number[] }> = [];
+    const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[]; instructions: number[]; dumps: string[] }> = [];
     for (const checkout of checkouts) {
-      const k = await startKeyhold({ DATABASE_URL, REDIS_URL }, 0, [], checkout, launcher);
+      // Counted, a build logs no slow requests: under valgrind some take over a second
+      // (SLOW_REQUEST_MS), and each such line was thousands of instructions in a round.
+      const env = INSTRUCTIONS ? { DATABASE_URL, REDIS_URL, LOG_LEVEL: "error" } : { DATABASE_URL, REDIS_URL };
+      const k = await startKeyhold(env, 0, KEEP === "" ? [] : ["--perf-basic-prof"], checkout, launcher);
       running.push(k.child);
       if (REDIS_URL !== "" && !(await redisUp(k.base, 10_000))) throw new Error(`${checkout}: not using ${REDIS_URL} (degraded: redis)`);
-      builds.push({ checkout, base: k.base, grpcPort: k.grpcPort, pid: k.child.pid as number, figures: [], instructions: [] });
+      builds.push({ checkout, base: k.base, grpcPort: k.grpcPort, pid: k.child.pid as number, figures: [], instructions: [], dumps: [] });
     }
     const rk = createRootKey(DATABASE_URL, `bench_ab_${Date.now()}`);
     const first = builds[0] as (typeof builds)[number];
@@ -207,7 +240,9 @@ async function main() {
           callgrind(b.pid, "-d");
           // A request or two of a round may time out under valgrind (autocannon waits 10 s): not what is counted, which is answers.
           if (f.non2xx > 0 || f.errors > REQUESTS / 100) throw new Error(`${b.checkout}: ${f.non2xx} non-2xx answers and ${f.errors} errors in a round`);
-          b.instructions.push(mainThreadInstructions(cgDir, b.pid) / f.requests);
+          const dump = mainThreadInstructions(cgDir, b.pid);
+          b.instructions.push(dump.instructions / f.requests);
+          b.dumps.push(dump.file);
         }
         log(`round ${r + 1} of ${ROUNDS}`);
       }
@@ -225,6 +260,7 @@ async function main() {
         );
       for (const b of builds.slice(1))
         console.log(`${b.checkout} against ${first.checkout}: fewest instructions a request ×${(fewest(b) / fewest(first)).toFixed(3)}`);
+      if (KEEP !== "") keep(KEEP, builds);
       return;
     }
     log(

@@ -68,7 +68,7 @@ export async function startKeyhold(
   const [cmd, args] = cpu === null ? [program, programArgs] : pinned(cpu, program, programArgs);
   const child = spawn(cmd, args, {
     cwd: checkout,
-    env: { ...process.env, ...env, PORT: String(port), GRPC_PORT: String(grpcPort), LOG_LEVEL: "warn" },
+    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port), GRPC_PORT: String(grpcPort) },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const base = `http://127.0.0.1:${port}`;
