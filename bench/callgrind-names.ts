@@ -3,34 +3,46 @@
 // `node --perf-basic-prof` writes (`<start> <size> <name>` a line, in hex), and
 // every name made comparable between two builds of keyhold.
 
-/** A code map's entries: start, size, name; sorted by start. */
-export type CodeMap = Array<[number, number, string]>;
-
-/** A code map's entries (start, size, name), sorted by start, for a binary search. */
-export function codeMap(text: string): CodeMap {
-  return text
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l): [number, number, string] => {
-      const [start, size, ...name] = l.split(" ");
-      return [Number.parseInt(start as string, 16), Number.parseInt(size as string, 16), name.join(" ")];
-    })
-    .sort((a, b) => a[0] - b[0]);
+/**
+ * A code map: its entries (start, size, name, line in the file) sorted by
+ * start, and the largest size. V8 reuses the space of code it has freed, so an
+ * address can lie in several entries: the one written last is the code there.
+ */
+export interface CodeMap {
+  entries: Array<[number, number, string, number]>;
+  largest: number;
 }
 
+export function codeMap(text: string): CodeMap {
+  const entries = text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l, i): [number, number, string, number] => {
+      const [start, size, ...name] = l.split(" ");
+      return [Number.parseInt(start as string, 16), Number.parseInt(size as string, 16), name.join(" "), i];
+    })
+    .sort((a, b) => a[0] - b[0] || a[3] - b[3]);
+  return { entries, largest: Math.max(0, ...entries.map((e) => e[1])) };
+}
+
+/** The name of the code at an address: of the entries that hold it, the one written last. */
 export function nameAt(map: CodeMap, address: number): string | undefined {
+  const { entries } = map;
   let lo = 0;
-  let hi = map.length - 1;
-  let found: [number, number, string] | undefined;
+  let hi = entries.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const entry = map[mid] as [number, number, string];
-    if (entry[0] <= address) {
-      found = entry;
-      lo = mid + 1;
-    } else hi = mid - 1;
+    if ((entries[mid] as [number, number, string, number])[0] <= address) lo = mid + 1;
+    else hi = mid - 1;
   }
-  return found !== undefined && address < found[0] + found[1] ? found[2] : undefined;
+  // entries[hi] is the last to start at or before the address; earlier ones may reach it too.
+  let found: [number, number, string, number] | undefined;
+  for (let i = hi; i >= 0; i--) {
+    const e = entries[i] as [number, number, string, number];
+    if (e[0] + map.largest <= address) break;
+    if (address < e[0] + e[1] && (found === undefined || e[3] > found[3])) found = e;
+  }
+  return found?.[2];
 }
 
 /** One function's name as every build spells it: `JS parseJson src/transport/decode.js`, `v8::internal::String::SlowFlatten`. */

@@ -9,6 +9,9 @@ const MAP = codeMap(
     "d100000 40 JS:~old file:///work/new-kh/dist/src/old.js:1:1",
     "d100000 80 JS:^ file:///work/new-kh/dist/src/gateway/plugin.js:161:43",
     "d2b0000 20 RegExp:^svc_[1-9A-HJ-NP-Za-km-z]{39}$",
+    // Freed and its space reused by code starting below it: the address is the newer code's.
+    "d300100 80 JS:*stale file:///work/new-kh/dist/src/stale.js:1:1",
+    "d300000 200 JS:*fresh file:///work/new-kh/dist/src/fresh.js:1:1",
     "",
   ].join("\n"),
 );
@@ -20,6 +23,8 @@ describe("callgrind's names (bench/where.ts)", () => {
     expect(nameAt(MAP, 0xd2e1880 + 0x160)).toBeUndefined();
     expect(nameAt(MAP, 0xd100050)).toContain("plugin.js");
     expect(nameAt(MAP, 0x1000)).toBeUndefined();
+    expect(nameAt(MAP, 0xd300120)).toContain("fresh");
+    expect(nameAt(MAP, 0xd3001f0)).toContain("fresh");
   });
 
   it("names compiled JavaScript the same in every build: no checkout, line or tier", () => {
