@@ -15,6 +15,17 @@ import type { CreditSpender } from "./keys/credits.js";
 import type { UsageRecorder } from "./keys/usage.js";
 
 /** Everything the operations need, built once at start (src/server/deps.ts). */
+/**
+ * An identifier's override candidates as cached, with the limiter's key and
+ * counter for its check as the read made them (kept, so that a hot
+ * identifier's counter is not joined, flattened and hashed anew each request;
+ * used while the check's window length is the same).
+ */
+export interface OverrideCandidates {
+  rows: OverrideRow[];
+  kept: { duration: number; key: string; counter: string } | undefined;
+}
+
 export interface Deps {
   pool: Pool;
   clock: Clock;
@@ -29,7 +40,7 @@ export interface Deps {
    */
   apiCache: RecordCache<ApiRow>;
   /** Override candidates by `${namespaceId}|${identifier}`; tagged `ns:<id>`. */
-  overrideCache: RecordCache<{ rows: OverrideRow[] }>;
+  overrideCache: RecordCache<OverrideCandidates>;
   limiter: Limiter;
   usage: UsageRecorder;
   /** Root keys' last-used times, written behind like keys'. */

@@ -7,7 +7,7 @@ import { AnalyticsRecorder } from "../domain/analytics/recorder.js";
 import { sweepRawAnalytics } from "../domain/analytics/retention.js";
 import { sweepAuditLog } from "../domain/audit/retention.js";
 import { type Clock, systemClock } from "../domain/clock.js";
-import type { Deps } from "../domain/deps.js";
+import type { Deps, OverrideCandidates } from "../domain/deps.js";
 import { CreditSpender } from "../domain/keys/credits.js";
 import { UsageRecorder } from "../domain/keys/usage.js";
 import { rawRowsInserted, writeAnalytics } from "../storage/analytics.js";
@@ -15,7 +15,7 @@ import type { ApiRow } from "../storage/apis.js";
 import { analyticsPoolOf } from "../storage/db.js";
 import { touchKeys } from "../storage/keys.js";
 import { type Limiter, MemoryLimiter } from "../storage/memory-limiter.js";
-import type { NamespaceRow, OverrideRow } from "../storage/ratelimit.js";
+import type { NamespaceRow } from "../storage/ratelimit.js";
 import { RedisLimiter } from "../storage/redis-limiter.js";
 import { type RootKeyRecord, touchRootKeys } from "../storage/root-keys.js";
 import type { Pool } from "../storage/sql.js";
@@ -71,9 +71,9 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   );
   const apiCache = new RecordCache<ApiRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (a) => 300 + a.name.length);
   const namespaceCache = new RecordCache<NamespaceRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (n) => 200 + n.name.length);
-  const overrideCache = new RecordCache<{ rows: OverrideRow[] }>(
+  const overrideCache = new RecordCache<OverrideCandidates>(
     { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 },
-    (o) => 64 + o.rows.reduce((n, r) => n + 120 + r.identifier.length, 0),
+    (o) => 64 + o.rows.reduce((n, r) => n + 120 + r.identifier.length, 0) + (o.kept === undefined ? 0 : 100 + o.kept.counter.length),
   );
   const evict = (kind: InvalidationKind, id: string) => {
     switch (kind) {

@@ -32,6 +32,17 @@ export interface LimitCheck {
 /** A counter's name in the in-process limiter: its identity and window length (a limit whose duration changes starts a new counter). */
 export const counterOf = (key: string, duration: number): string => `${key}|${duration}`;
 
+/**
+ * A check's key and counter made to be kept (with a cached record): the
+ * counter's name one flat string and the key a slice of it. A string joined
+ * from parts is a tree of one node a part until a Map lookup flattens it (and
+ * hashes it, in C++, each time it is new); kept flat, it is hashed once.
+ */
+export function keptCounter(key: string, duration: number): { key: string; counter: string } {
+  const counter = JSON.parse(JSON.stringify(counterOf(key, duration))) as string; // JSON's round trip is exact for every string, lone surrogates included
+  return { key: counter.slice(0, key.length), counter };
+}
+
 export interface LimitResult {
   passed: boolean;
   limit: number;

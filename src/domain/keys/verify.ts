@@ -7,7 +7,7 @@ import { type Answer, andThen } from "../../core/answer.js";
 import { AppError } from "../../core/errors.js";
 import { type KeyRecord, NONE, type RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
-import { counterOf, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
+import { keptCounter, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
 import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -283,9 +283,8 @@ const limitKey = (key: KeyRecord, config: RatelimitConfig, scope: "key" | "ident
  * of heap over their record's 903; made so, 501 (record-size.test.ts).
  */
 function keptCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "identity", slotTag: string | undefined): LimitCheck {
-  const joined = limitKey(key, config, scope);
-  const counter = flat(counterOf(joined, config.duration));
-  return { key: counter.slice(0, joined.length), limit: config.limit, duration: config.duration, cost: 1, slotTag, counter };
+  const { key: counterKey, counter } = keptCounter(limitKey(key, config, scope), config.duration);
+  return { key: counterKey, limit: config.limit, duration: config.duration, cost: 1, slotTag, counter };
 }
 
 /** The same text as one flat string of its own (JSON's round trip is exact for every string, lone surrogates included). */

@@ -3,10 +3,10 @@
 // limits: `ratelimit.limit` and `ratelimit.multiLimit`").
 import { MISS } from "../../cache/verification-cache.js";
 import { type Answer, andThen } from "../../core/answer.js";
-import type { LimitCheck, LimitResult } from "../../storage/memory-limiter.js";
+import { keptCounter, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
 import { findOverrideCandidates } from "../../storage/ratelimit.js";
 import type { Principal } from "../auth/principal.js";
-import type { Deps } from "../deps.js";
+import type { Deps, OverrideCandidates } from "../deps.js";
 import { cachedNamespaceNow, namespacesForLimit, requireLimitOn } from "./namespaces.js";
 import { bestOverride } from "./override-match.js";
 
@@ -31,15 +31,23 @@ export interface MultiLimitOutcome {
   limits: Array<{ namespace: string; identifier: string; limit: number; remaining: number; reset: number; passed: boolean; overrideId: string | undefined }>;
 }
 
-/** Override candidates for an identifier, through the cache (evicted by every override change). */
-async function overrideCandidates(deps: Deps, namespaceId: string, identifier: string) {
-  const key = `${namespaceId}|${identifier}`;
+/** The limiter's name for an identifier's counters in a namespace (the window's length is added by the limiter). */
+const limitKey = (p: Principal, namespaceId: string, identifier: string): string => `${p.workspaceId}|ns|${namespaceId}|${identifier}`;
+
+/**
+ * Override candidates for an identifier, through the cache (evicted by every
+ * override change); a read keeps the key and counter of the check it plans.
+ */
+async function overrideCandidates(deps: Deps, p: Principal, input: LimitInput, namespaceId: string): Promise<OverrideCandidates> {
+  const key = `${namespaceId}|${input.identifier}`;
   const hit = deps.overrideCache.get(key);
-  if (hit !== undefined && hit !== MISS) return hit.rows;
+  if (hit !== undefined && hit !== MISS) return hit;
   const version = deps.overrideCache.version;
-  const rows = await findOverrideCandidates(deps.pool, namespaceId, identifier);
-  deps.overrideCache.setRead(version, key, { rows }, [`ns:${namespaceId}`]);
-  return rows;
+  const rows = await findOverrideCandidates(deps.pool, namespaceId, input.identifier);
+  const duration = bestOverride(input.identifier, rows)?.duration ?? input.duration;
+  const read: OverrideCandidates = { rows, kept: { duration, ...keptCounter(limitKey(p, namespaceId, input.identifier), duration) } };
+  deps.overrideCache.setRead(version, key, read, [`ns:${namespaceId}`]);
+  return read;
 }
 
 interface Planned {
@@ -49,13 +57,21 @@ interface Planned {
   overrideId: string | undefined;
 }
 
-/** A request's limiter check, with the override (if any) that replaces its limit and duration. */
-function planned(p: Principal, input: LimitInput, namespaceId: string, override: { id: string; limit: number; duration: number } | undefined): Planned {
+/**
+ * A request's limiter check, with the override (if any) that replaces its
+ * limit and duration; the cached key and counter when they are this window's
+ * (a request's own `duration` may differ from the one they were made for).
+ */
+function planned(p: Principal, input: LimitInput, namespaceId: string, candidates: OverrideCandidates): Planned {
+  const override = bestOverride(input.identifier, candidates.rows);
+  const duration = override?.duration ?? input.duration;
+  const kept = candidates.kept?.duration === duration ? candidates.kept : undefined;
   const check: LimitCheck = {
-    key: `${p.workspaceId}|ns|${namespaceId}|${input.identifier}`,
+    key: kept?.key ?? limitKey(p, namespaceId, input.identifier),
     limit: override?.limit ?? input.limit,
-    duration: override?.duration ?? input.duration,
+    duration,
     cost: input.cost ?? 1,
+    counter: kept?.counter,
   };
   return { input, namespaceId, check, overrideId: override?.id };
 }
@@ -76,7 +92,7 @@ async function plan(deps: Deps, p: Principal, inputs: readonly LimitInput[]): Pr
     inputs.map(async (input) => {
       const ns = namespaces.get(input.namespace);
       if (ns === undefined) throw new Error(`namespace ${input.namespace} was not resolved`);
-      return planned(p, input, ns.id, bestOverride(input.identifier, await overrideCandidates(deps, ns.id, input.identifier)));
+      return planned(p, input, ns.id, await overrideCandidates(deps, p, input, ns.id));
     }),
   );
 }
@@ -95,7 +111,7 @@ function planCached(deps: Deps, p: Principal, input: LimitInput): Planned | unde
   const candidates = deps.overrideCache.get(`${ns.id}|${input.identifier}`);
   if (candidates === undefined || candidates === MISS) return undefined;
   requireLimitOn(p, ns);
-  return planned(p, input, ns.id, bestOverride(input.identifier, candidates.rows));
+  return planned(p, input, ns.id, candidates);
 }
 
 /** One analytics event per check (ratelimits_v1), written behind. */

@@ -28,6 +28,17 @@ describe("ratelimit.limit 200", () => {
     expect((await limit({ namespace: uid("ns"), identifier: "a", limit: 1, duration: MINUTE })).success).toBe(true);
   });
 
+  // The counter's name is kept with the cached override candidates for the duration of their first check (limit.ts).
+  it("the same identifier with another duration is another counter, and each keeps its count", async () => {
+    const a = { namespace: uid("ns"), identifier: "a", limit: 1, duration: MINUTE };
+    const b = { ...a, duration: 2 * MINUTE };
+    await awayFromWindowEdge(MINUTE);
+    expect((await limit(a)).success).toBe(true);
+    expect((await limit(b)).success).toBe(true);
+    expect((await limit(a)).success).toBe(false);
+    expect((await limit(b)).success).toBe(false);
+  });
+
   it("cost is consumed as given; cost 0 checks without consuming", async () => {
     const base = { namespace: uid("ns"), identifier: "tokens", limit: 10, duration: MINUTE };
     await awayFromWindowEdge(MINUTE);
