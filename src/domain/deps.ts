@@ -14,7 +14,6 @@ import type { Clock } from "./clock.js";
 import type { CreditSpender } from "./keys/credits.js";
 import type { UsageRecorder } from "./keys/usage.js";
 
-/** Everything the operations need, built once at start (src/server/deps.ts). */
 /**
  * An identifier's override candidates as cached, with the limiter's key and
  * counter for its check as the read made them (kept, so that a hot
@@ -26,6 +25,7 @@ export interface OverrideCandidates {
   kept: { duration: number; key: string; counter: string } | undefined;
 }
 
+/** Everything the operations need, built once at start (src/server/deps.ts). */
 export interface Deps {
   pool: Pool;
   clock: Clock;
