@@ -166,7 +166,7 @@ async function main() {
     const builds: Array<{ checkout: string; base: string; grpcPort: number; pid: number; figures: Figure[]; instructions: number[]; dumps: string[] }> = [];
     for (const checkout of checkouts) {
       // Counted, a build logs no slow requests: under valgrind some take over a second
-      // (SLOW_REQUEST_MS), and each such line was thousands of instructions in a round.
+      // (SLOW_REQUEST_MS), and a round logged up to 50 such lines, work that no real request does.
       const env = INSTRUCTIONS ? { DATABASE_URL, REDIS_URL, LOG_LEVEL: "error" } : { DATABASE_URL, REDIS_URL };
       const k = await startKeyhold(env, 0, KEEP === "" ? [] : ["--perf-basic-prof"], checkout, launcher);
       running.push(k.child);
