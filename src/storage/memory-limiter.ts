@@ -39,9 +39,12 @@ export const counterOf = (key: string, duration: number): string => `${key}|${du
  * hashes it, in C++, each time it is new); kept flat, it is hashed once.
  */
 export function keptCounter(key: string, duration: number): { key: string; counter: string } {
-  const counter = JSON.parse(JSON.stringify(counterOf(key, duration))) as string; // JSON's round trip is exact for every string, lone surrogates included
+  const counter = flat(counterOf(key, duration));
   return { key: counter.slice(0, key.length), counter };
 }
+
+/** The same text as one flat string of its own (JSON's round trip is exact for every string, lone surrogates included). */
+export const flat = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 export interface LimitResult {
   passed: boolean;

@@ -7,7 +7,7 @@ import { type Answer, andThen } from "../../core/answer.js";
 import { AppError } from "../../core/errors.js";
 import { type KeyRecord, NONE, type RatelimitConfig } from "../../core/records.js";
 import { applyRefill, readCredits } from "../../storage/keys.js";
-import { keptCounter, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
+import { flat, keptCounter, type LimitCheck, type LimitResult } from "../../storage/memory-limiter.js";
 import { covers, type Principal, requireSomeGrantFor } from "../auth/principal.js";
 import type { Deps } from "../deps.js";
 import { limits } from "../limits.js";
@@ -286,9 +286,6 @@ function keptCheck(key: KeyRecord, config: RatelimitConfig, scope: "key" | "iden
   const { key: counterKey, counter } = keptCounter(limitKey(key, config, scope), config.duration);
   return { key: counterKey, limit: config.limit, duration: config.duration, cost: 1, slotTag, counter };
 }
-
-/** The same text as one flat string of its own (JSON's round trip is exact for every string, lone surrogates included). */
-const flat = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 /**
  * Auto-applied limits of the key and its identity (merged by name, the key's
