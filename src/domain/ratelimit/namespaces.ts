@@ -11,6 +11,7 @@
 import { MISS } from "../../cache/verification-cache.js";
 import { AppError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
+import { flat } from "../../storage/memory-limiter.js";
 import { findNamespace, insertNamespace, type NamespaceRow } from "../../storage/ratelimit.js";
 import { audited } from "../audit/audit.js";
 import { holdsSomeGrantFor, type Principal, requireAny, requireSomeGrantFor } from "../auth/principal.js";
@@ -33,9 +34,40 @@ export function requireSomeNamespaceGrant(p: Principal, action: string): void {
 export const namespaceNotFound = (): AppError => new AppError("err:svc:data:ratelimit_namespace_not_found");
 export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimit_namespace_gone");
 
+/**
+ * The namespace cache's key of a name or id in a workspace, `<workspace>|<ref>`,
+ * one flat copy kept a pair. Joined anew for every ratelimit.limit, the key was
+ * a new string a request that the cache's Map flattened and hashed in full
+ * (~1,000 instructions a request, the same as for the limiter's counter,
+ * memory-limiter.ts); the kept copy is hashed once. At most KEPT_KEYS pairs are
+ * kept (a client names whatever namespaces it likes); past that all are
+ * forgotten and kept again as they come.
+ */
+const keptKeys = new Map<string, Map<string, string>>();
+let keptCount = 0;
+const KEPT_KEYS = 10_000;
+export function namespaceKey(workspaceId: string, ref: string): string {
+  let refs = keptKeys.get(workspaceId);
+  let key = refs?.get(ref);
+  if (key !== undefined) return key;
+  if (keptCount >= KEPT_KEYS) {
+    keptKeys.clear();
+    keptCount = 0;
+    refs = undefined;
+  }
+  if (refs === undefined) keptKeys.set(workspaceId, (refs = new Map()));
+  key = flat(`${workspaceId}|${ref}`);
+  refs.set(ref, key);
+  keptCount++;
+  return key;
+}
+
+/** How many pairs namespaceKey keeps now (for its test of the bound). */
+export const namespaceKeysKept = (): number => keptCount;
+
 /** The namespace of this name or id in the workspace, if the cache holds it. */
 export function cachedNamespaceNow(deps: Deps, workspaceId: string, ref: string): NamespaceRow | undefined {
-  const hit = deps.namespaceCache.get(`${workspaceId}|${ref}`);
+  const hit = deps.namespaceCache.get(namespaceKey(workspaceId, ref));
   return hit === MISS ? undefined : hit;
 }
 
@@ -45,7 +77,7 @@ async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Pr
   const version = deps.namespaceCache.version;
   const ns = await findNamespace(deps.pool, workspaceId, ref);
   if (ns === undefined) return undefined;
-  deps.namespaceCache.setRead(version, `${workspaceId}|${ref}`, ns, [`ns:${ns.id}`]);
+  deps.namespaceCache.setRead(version, namespaceKey(workspaceId, ref), ns, [`ns:${ns.id}`]);
   return ns;
 }
 
