@@ -1,0 +1,190 @@
+// The miss path of builds side by side: `npm run bench:cold-ab -- <checkout> [<checkout>…]`
+// measures each checkout named, then this one (each with its dist/ built, as
+// for bench:ab), on cold verifications: keys verified for the first time, each
+// once, 50 at a time, among BENCH_KEYS_LARGE (1,000,000) keys seeded once into
+// a fresh database on a private server (or DATABASE_URL's).
+//
+// Each round starts every build in turn on CPU 0 (a fresh instance, its cache
+// empty and large enough for every key), the order flipped every round, for
+// BENCH_ROUNDS (2) rounds; each instance serves BENCH_COLD_RUNS (2) timed runs
+// of BENCH_COLD_KEYS (50,000) keys never verified before, from cold-load.js on
+// CPU 1 after its warm-up. Beside req/s, p50 and p99 (the generator's), each
+// run prints what keyhold's own /metrics saw over it: its event loop's delay
+// (p99 and max; prom-client's monitor, 10 ms resolution, reset by each scrape),
+// the time spent in garbage collection and the number of scavenges, and the
+// mean latency of its database statements; and its CPU and the database's a
+// verification (from /proc). The timed part of `npm run bench`'s scale part is
+// the same path (bench/scale.ts, "sustained"); this runs builds against each
+// other minutes apart instead of one build once.
+// BENCH_COLD_NODE_FLAGS: Node.js flags for every build (`--trace-gc`, say).
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { openDatabase } from "../src/storage/db.js";
+import { seededKey, seedKeys } from "./seed-keys.js";
+import { freshDatabase, here, localDatabasePid, log, median, pinned, post, root, startKeyhold, stop } from "./support.js";
+
+const num = (name: string, def: number) => {
+  const raw = process.env[name];
+  return raw === undefined || raw === "" ? def : Number(raw);
+};
+
+const checkouts = [...process.argv.slice(2).map((p) => path.resolve(p)), root];
+if (process.argv.length < 3) {
+  process.stderr.write("usage: npm run bench:cold-ab -- <checkout> [<checkout>…]  (each with dist/ built)\n");
+  process.exit(2);
+}
+for (const c of checkouts)
+  if (!fs.existsSync(path.join(c, "dist", "src", "main.js"))) throw new Error(`${c} has no dist/src/main.js: build it first (npx tsc -p tsconfig.build.json)`);
+
+const KEYS = num("BENCH_KEYS_LARGE", 1_000_000);
+const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 2));
+const RUNS = Math.max(1, num("BENCH_COLD_RUNS", 2));
+const RUN = num("BENCH_COLD_KEYS", 50_000);
+const nodeFlags = (process.env.BENCH_COLD_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
+if (checkouts.length * ROUNDS * RUNS * RUN > KEYS - 1)
+  throw new Error(`${KEYS} keys are too few for ${checkouts.length} builds x ${ROUNDS} rounds x ${RUNS} runs x ${RUN}`);
+
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUs: number;
+  dbUs: number;
+  lagP99Ms: number;
+  lagMaxMs: number;
+  gcMs: number;
+  scavenges: number;
+  statementMs: number;
+  valid: number;
+}
+
+/** What this run's figures are made from, read off keyhold's /metrics. */
+async function scrape(base: string): Promise<{ lagP99: number; lagMax: number; gcSeconds: number; scavenges: number; stmtSum: number; stmtCount: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const one = (re: RegExp) => Number(re.exec(text)?.[1] ?? Number.NaN);
+  const sum = (re: RegExp) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
+  return {
+    lagP99: one(/^keyhold_nodejs_eventloop_lag_p99_seconds (\S+)/m),
+    lagMax: one(/^keyhold_nodejs_eventloop_lag_max_seconds (\S+)/m),
+    gcSeconds: sum(/^keyhold_nodejs_gc_duration_seconds_sum\{kind="\w+"\} (\S+)/gm),
+    scavenges: one(/^keyhold_nodejs_gc_duration_seconds_count\{kind="minor"\} (\S+)/m) || 0,
+    stmtSum: one(/^keyhold_db_statement_duration_seconds_sum\{outcome="ok"\} (\S+)/m),
+    stmtCount: one(/^keyhold_db_statement_duration_seconds_count\{outcome="ok"\} (\S+)/m),
+  };
+}
+
+const database = await freshDatabase("keyhold_bench_cold_ab");
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-cold-ab-"));
+try {
+  const url = database.url;
+  log(`cold-ab: ${checkouts.length} builds, database ${database.name}`);
+  const setup = await startKeyhold({ DATABASE_URL: url }, null);
+  const rk = (
+    JSON.parse(
+      execFileSync(
+        process.execPath,
+        [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `cold_ab_${Date.now()}`, "--permissions", "*"],
+        {
+          env: { ...process.env, DATABASE_URL: url },
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      ).toString(),
+    ) as { rootKey: string }
+  ).rootKey;
+  const apiId = (await post(setup.base, "apis.createApi", { name: "cold-ab" }, rk)).apiId as string;
+  const created = await post(setup.base, "keys.createKey", { apiId, prefix: "bench" }, rk);
+  await stop(setup.child);
+  const db = await openDatabase(url);
+  const seed = `cold-ab:${Math.random()}`;
+  try {
+    const [rows] = await db.pool.query("SELECT key_auth_id, api_id, workspace_id FROM `keys` WHERE id = ?", [created.keyId]);
+    const o = (rows as Array<{ key_auth_id: string; api_id: string; workspace_id: string }>)[0];
+    if (o === undefined) throw new Error("cannot read back the key created through the API");
+    await seedKeys(db.pool, { keyAuthId: o.key_auth_id, apiId: o.api_id, workspaceId: o.workspace_id }, seed, 0, KEYS);
+  } finally {
+    await db.close();
+  }
+  const dbPid = await localDatabasePid(url);
+  // Keys 1.. in a random order, each verified by one run only; key 0 is the warm-up's hot key.
+  const order = Int32Array.from({ length: KEYS - 1 }, (_, i) => i + 1);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    const t = order[i] as number;
+    order[i] = order[j] as number;
+    order[j] = t;
+  }
+  let taken = 0;
+  const warmKey = seededKey(seed, 0);
+  const auth = `Bearer ${rk}`;
+  const results: Run[][] = checkouts.map(() => []);
+  for (let r = 0; r < ROUNDS; r++) {
+    const turn = checkouts.map((_, i) => (r % 2 === 0 ? i : checkouts.length - 1 - i));
+    for (const b of turn) {
+      const checkout = checkouts[b] as string;
+      const k = await startKeyhold(
+        { DATABASE_URL: url, CACHE_MAX_ENTRIES: String(2 * KEYS), CACHE_MAX_BYTES: String(16 * 1024 ** 3), CACHE_TTL_MS: "3600000" },
+        0,
+        nodeFlags,
+        checkout,
+      );
+      try {
+        await post(k.base, "keys.verifyKey", { key: warmKey }, rk);
+        for (let i = 0; i < RUNS; i++) {
+          const file = path.join(tmp, "keys.txt");
+          fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + RUN), (n) => seededKey(seed, n)).join("\n")}\n`);
+          taken += RUN;
+          const before = await scrape(k.base);
+          const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50", warmKey, "3000"]);
+          const out = JSON.parse(
+            execFileSync(cmd, args, { env: { ...process.env, COLD_LOAD_PIDS: [k.child.pid, dbPid].filter((p) => p !== undefined).join(",") } }).toString(),
+          ) as { rps: number; p50: number; p99: number; cpuUsPerReq?: number; storeCpuUsPerReq?: number; valid: number };
+          const after = await scrape(k.base);
+          const run: Run = {
+            rps: Math.round(out.rps),
+            p50: out.p50,
+            p99: out.p99,
+            cpuUs: Math.round(out.cpuUsPerReq ?? Number.NaN),
+            dbUs: Math.round(out.storeCpuUsPerReq ?? Number.NaN),
+            lagP99Ms: Number((after.lagP99 * 1000).toFixed(1)),
+            lagMaxMs: Number((after.lagMax * 1000).toFixed(1)),
+            gcMs: Math.round((after.gcSeconds - before.gcSeconds) * 1000),
+            scavenges: after.scavenges - before.scavenges,
+            statementMs: Number((((after.stmtSum - before.stmtSum) / Math.max(1, after.stmtCount - before.stmtCount)) * 1000).toFixed(2)),
+            valid: out.valid,
+          };
+          if (run.valid !== RUN) throw new Error(`${checkout}: ${run.valid} of ${RUN} cold keys verified valid`);
+          (results[b] as Run[]).push(run);
+          log(`round ${r + 1}, ${checkout}, run ${i + 1}: ${JSON.stringify(run)}`);
+        }
+      } finally {
+        await stop(k.child);
+      }
+    }
+  }
+  const m = (xs: Run[], f: (x: Run) => number) => median(xs.map(f));
+  process.stdout.write(
+    `${"build".padEnd(36)}${"req/s".padStart(8)}${"p50".padStart(7)}${"p99".padStart(7)}${"CPU µs".padStart(8)}${"DB µs".padStart(7)}${"lag99".padStart(7)}${"lagmax".padStart(8)}${"GC ms".padStart(7)}${"stmt ms".padStart(9)}   p99 of each run\n`,
+  );
+  checkouts.forEach((c, b) => {
+    const xs = results[b] as Run[];
+    process.stdout.write(
+      `${c.padEnd(36)}${String(m(xs, (x) => x.rps)).padStart(8)}${m(xs, (x) => x.p50)
+        .toFixed(1)
+        .padStart(7)}${m(xs, (x) => x.p99)
+        .toFixed(1)
+        .padStart(7)}${String(m(xs, (x) => x.cpuUs)).padStart(8)}${String(m(xs, (x) => x.dbUs)).padStart(7)}${m(xs, (x) => x.lagP99Ms)
+        .toFixed(1)
+        .padStart(7)}${m(xs, (x) => x.lagMaxMs)
+        .toFixed(1)
+        .padStart(8)}${String(m(xs, (x) => x.gcMs)).padStart(7)}${m(xs, (x) => x.statementMs)
+        .toFixed(2)
+        .padStart(9)}   ${xs.map((x) => x.p99).join(" ")}\n`,
+    );
+  });
+  process.stdout.write("medians of every run of each build; CPU and DB µs a cold verification; lag = keyhold's event-loop delay (ms)\n");
+} finally {
+  fs.rmSync(tmp, { recursive: true, force: true });
+  await database.drop();
+}
