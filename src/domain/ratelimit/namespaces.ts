@@ -35,21 +35,28 @@ export const namespaceNotFound = (): AppError => new AppError("err:svc:data:rate
 export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimit_namespace_gone");
 
 /**
- * The namespace cache's key of a name or id in a workspace, `<workspace>|<ref>`,
- * one flat copy kept a pair. Joined anew for every ratelimit.limit, the key was
- * a new string a request that the cache's Map flattened and hashed in full
- * (~1,000 instructions a request, the same as for the limiter's counter,
- * memory-limiter.ts); the kept copy is hashed once. At most KEPT_KEYS pairs are
- * kept (a client names whatever namespaces it likes); past that all are
- * forgotten and kept again as they come.
+ * The namespace cache's keys, `<workspace>|<ref>`, one flat copy kept for each
+ * pair whose namespace the cache holds. Joined anew for every ratelimit.limit,
+ * the key was a new string a request that the cache's Map flattened and hashed
+ * in full (~1,000 instructions a request, as for the limiter's counter,
+ * memory-limiter.ts); a kept copy is hashed once (the request's `ref` is still
+ * hashed for the lookup here, a shorter string). Only namespaces the cache
+ * holds are kept, so names that exist nowhere cost nothing here; refs longer
+ * than KEPT_REF_CHARS are not kept (names may be 512 characters); at most
+ * KEPT_KEYS pairs are kept, then all are forgotten and kept again as they come:
+ * ~6 MB at most.
  */
 const keptKeys = new Map<string, Map<string, string>>();
 let keptCount = 0;
 const KEPT_KEYS = 10_000;
-export function namespaceKey(workspaceId: string, ref: string): string {
+const KEPT_REF_CHARS = 128;
+
+/** The namespace cache's key, kept from now on (unless `ref` is too long to keep). */
+export function keepNamespaceKey(workspaceId: string, ref: string): string {
   let refs = keptKeys.get(workspaceId);
   let key = refs?.get(ref);
   if (key !== undefined) return key;
+  if (ref.length > KEPT_REF_CHARS) return `${workspaceId}|${ref}`;
   if (keptCount >= KEPT_KEYS) {
     keptKeys.clear();
     keptCount = 0;
@@ -62,13 +69,21 @@ export function namespaceKey(workspaceId: string, ref: string): string {
   return key;
 }
 
-/** How many pairs namespaceKey keeps now (for its test of the bound). */
-export const namespaceKeysKept = (): number => keptCount;
+/** How many pairs are kept now, counted in the maps themselves (for the test of the bound). */
+export function namespaceKeysKept(): number {
+  let n = 0;
+  for (const refs of keptKeys.values()) n += refs.size;
+  return n;
+}
 
 /** The namespace of this name or id in the workspace, if the cache holds it. */
 export function cachedNamespaceNow(deps: Deps, workspaceId: string, ref: string): NamespaceRow | undefined {
-  const hit = deps.namespaceCache.get(namespaceKey(workspaceId, ref));
-  return hit === MISS ? undefined : hit;
+  const kept = keptKeys.get(workspaceId)?.get(ref);
+  const hit = deps.namespaceCache.get(kept ?? `${workspaceId}|${ref}`);
+  if (hit === undefined || hit === MISS) return undefined;
+  // Held by the cache but forgotten here (past KEPT_KEYS): kept again.
+  if (kept === undefined && ref.length <= KEPT_REF_CHARS) keepNamespaceKey(workspaceId, ref);
+  return hit;
 }
 
 async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Promise<NamespaceRow | undefined> {
@@ -77,7 +92,7 @@ async function cachedNamespace(deps: Deps, workspaceId: string, ref: string): Pr
   const version = deps.namespaceCache.version;
   const ns = await findNamespace(deps.pool, workspaceId, ref);
   if (ns === undefined) return undefined;
-  deps.namespaceCache.setRead(version, namespaceKey(workspaceId, ref), ns, [`ns:${ns.id}`]);
+  deps.namespaceCache.setRead(version, keepNamespaceKey(workspaceId, ref), ns, [`ns:${ns.id}`]);
   return ns;
 }
 
