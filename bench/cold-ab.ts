@@ -1,22 +1,26 @@
 // The miss path of builds side by side: `npm run bench:cold-ab -- <checkout> [<checkout>…]`
 // measures each checkout named, then this one (each with its dist/ built, as
 // for bench:ab), on cold verifications: keys verified for the first time, each
-// once, 50 at a time, among BENCH_KEYS_LARGE (1,000,000) keys seeded once into
-// a fresh database on a private server (or DATABASE_URL's).
+// once, 50 at a time, among COLD_AB_SEEDED (1,000,000) keys seeded once into a
+// fresh database on a private server (or DATABASE_URL's).
 //
 // Each round starts every build in turn on CPU 0 (a fresh instance, its cache
 // empty and large enough for every key), the order flipped every round, for
-// BENCH_ROUNDS (2) rounds; each instance serves BENCH_COLD_RUNS (2) timed runs
-// of BENCH_COLD_KEYS (50,000) keys never verified before, from cold-load.js on
+// COLD_AB_ROUNDS (2) rounds; each instance serves COLD_AB_RUNS (2) timed runs
+// of COLD_AB_RUN_KEYS (50,000) keys never verified before, from cold-load.js on
 // CPU 1 after its warm-up. Beside req/s, p50 and p99 (the generator's), each
-// run prints what keyhold's own /metrics saw over it: its event loop's delay
-// (p99 and max; prom-client's monitor, 10 ms resolution, reset by each scrape),
-// the time spent in garbage collection and the number of scavenges, and the
-// mean latency of its database statements; and its CPU and the database's a
-// verification (from /proc). The timed part of `npm run bench`'s scale part is
-// the same path (bench/scale.ts, "sustained"); this runs builds against each
-// other minutes apart instead of one build once.
-// BENCH_COLD_NODE_FLAGS: Node.js flags for every build (`--trace-gc`, say).
+// run prints keyhold's CPU and the database's a verification (from /proc) and
+// what keyhold's own /metrics saw over its timed part (scraped by cold-load.js
+// just before and after it): its event loop's delay (p99 and max;
+// prom-client's monitor, 10 ms resolution, reset by each scrape), the mean
+// latency of its database statements (all of them: lookups and analytics
+// writes), and garbage collection's time and scavenges as prom-client counts
+// them: a lower bound, since it records only the first GC of each batch Node
+// hands its observer (`--trace-gc` counts them all: COLD_AB_NODE_FLAGS).
+// The timed part of `npm run bench`'s scale part is the same path
+// (bench/scale.ts, "sustained"); this runs builds against each other minutes
+// apart instead of one build once.
+// COLD_AB_NODE_FLAGS: Node.js flags for every build (`--trace-gc`, say).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -25,9 +29,13 @@ import { openDatabase } from "../src/storage/db.js";
 import { seededKey, seedKeys } from "./seed-keys.js";
 import { freshDatabase, here, localDatabasePid, log, median, pinned, post, root, startKeyhold, stop } from "./support.js";
 
-const num = (name: string, def: number) => {
+/** A positive whole number from the environment, or `def`; anything else stops the run before the seeding. */
+const count = (name: string, def: number): number => {
   const raw = process.env[name];
-  return raw === undefined || raw === "" ? def : Number(raw);
+  if (raw === undefined || raw === "") return def;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
+  return n;
 };
 
 const checkouts = [...process.argv.slice(2).map((p) => path.resolve(p)), root];
@@ -38,11 +46,11 @@ if (process.argv.length < 3) {
 for (const c of checkouts)
   if (!fs.existsSync(path.join(c, "dist", "src", "main.js"))) throw new Error(`${c} has no dist/src/main.js: build it first (npx tsc -p tsconfig.build.json)`);
 
-const KEYS = num("BENCH_KEYS_LARGE", 1_000_000);
-const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 2));
-const RUNS = Math.max(1, num("BENCH_COLD_RUNS", 2));
-const RUN = num("BENCH_COLD_KEYS", 50_000);
-const nodeFlags = (process.env.BENCH_COLD_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
+const KEYS = count("COLD_AB_SEEDED", 1_000_000);
+const ROUNDS = count("COLD_AB_ROUNDS", 2);
+const RUNS = count("COLD_AB_RUNS", 2);
+const RUN = count("COLD_AB_RUN_KEYS", 50_000);
+const nodeFlags = (process.env.COLD_AB_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
 if (checkouts.length * ROUNDS * RUNS * RUN > KEYS - 1)
   throw new Error(`${KEYS} keys are too few for ${checkouts.length} builds x ${ROUNDS} rounds x ${RUNS} runs x ${RUN}`);
 
@@ -60,9 +68,8 @@ interface Run {
   valid: number;
 }
 
-/** What this run's figures are made from, read off keyhold's /metrics. */
-async function scrape(base: string): Promise<{ lagP99: number; lagMax: number; gcSeconds: number; scavenges: number; stmtSum: number; stmtCount: number }> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+/** What a run's figures are made from, read off keyhold's /metrics text. */
+function figures(text: string): { lagP99: number; lagMax: number; gcSeconds: number; scavenges: number; stmtSum: number; stmtCount: number } {
   const one = (re: RegExp) => Number(re.exec(text)?.[1] ?? Number.NaN);
   const sum = (re: RegExp) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
   return {
@@ -135,12 +142,20 @@ try {
           const file = path.join(tmp, "keys.txt");
           fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + RUN), (n) => seededKey(seed, n)).join("\n")}\n`);
           taken += RUN;
-          const before = await scrape(k.base);
           const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50", warmKey, "3000"]);
+          const metricsOut = path.join(tmp, "metrics");
           const out = JSON.parse(
-            execFileSync(cmd, args, { env: { ...process.env, COLD_LOAD_PIDS: [k.child.pid, dbPid].filter((p) => p !== undefined).join(",") } }).toString(),
+            execFileSync(cmd, args, {
+              env: {
+                ...process.env,
+                COLD_LOAD_PIDS: [k.child.pid, dbPid].filter((p) => p !== undefined).join(","),
+                COLD_LOAD_METRICS: `${k.base}/metrics`,
+                COLD_LOAD_METRICS_OUT: metricsOut,
+              },
+            }).toString(),
           ) as { rps: number; p50: number; p99: number; cpuUsPerReq?: number; storeCpuUsPerReq?: number; valid: number };
-          const after = await scrape(k.base);
+          const before = figures(fs.readFileSync(`${metricsOut}.before`, "utf8"));
+          const after = figures(fs.readFileSync(`${metricsOut}.after`, "utf8"));
           const run: Run = {
             rps: Math.round(out.rps),
             p50: out.p50,

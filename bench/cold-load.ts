@@ -12,6 +12,9 @@
 // COLD_LOAD_PIDS=<server>[,<store>...]: the CPU those processes spend over the
 // timed part only (the warm-up left out) is printed too, a request:
 // cpuUsPerReq for the first, storeCpuUsPerReq for the rest together.
+// COLD_LOAD_METRICS=<url> and COLD_LOAD_METRICS_OUT=<prefix>: the server's
+// /metrics text fetched just before the timed part and just after it, written
+// to <prefix>.before and <prefix>.after (bench/cold-ab.ts reads them).
 import fs from "node:fs";
 import http from "node:http";
 import { cpuMicros } from "./proc-cpu.js";
@@ -99,6 +102,13 @@ const [serverPid, ...storePids] = (process.env.COLD_LOAD_PIDS ?? "")
   .filter((p) => p !== "")
   .map(Number);
 const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
+const metricsUrl = process.env.COLD_LOAD_METRICS;
+const metricsOut = process.env.COLD_LOAD_METRICS_OUT;
+const saveMetrics = async (suffix: string): Promise<void> => {
+  if (metricsUrl === undefined || metricsOut === undefined) return;
+  fs.writeFileSync(`${metricsOut}.${suffix}`, await (await fetch(metricsUrl)).text());
+};
+await saveMetrics("before");
 const serverCpu0 = serverPid === undefined ? 0 : cpuMicros(serverPid);
 const storeCpu0 = cpuOf(storePids);
 const started = process.hrtime.bigint();
@@ -112,6 +122,7 @@ const cpu =
         ...(storePids.length > 0 ? { storeCpuUsPerReq: (cpuOf(storePids) - storeCpu0) / keys.length } : {}),
       };
 agent.destroy();
+await saveMetrics("after");
 const sorted = times.subarray(0, timed).sort();
 const pct = (q: number) => (sorted.length === 0 ? 0 : Number((sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * q) / 100))] ?? 0).toFixed(2)));
 process.stdout.write(

@@ -45,7 +45,8 @@ export async function freePort(): Promise<number> {
 
 export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
+    // Gone already: exited, or killed by a signal (exitCode stays null then).
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once("exit", () => resolve());
     child.kill("SIGTERM");
   });
@@ -73,7 +74,7 @@ export async function startKeyhold(
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 240; i++) {
-    if (child.exitCode !== null) throw new Error(`keyhold exited with ${child.exitCode}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`keyhold exited with ${child.exitCode ?? child.signalCode}`);
     if (
       await fetch(`${base}/v2/liveness`).then(
         (r) => r.ok,
@@ -83,6 +84,7 @@ export async function startKeyhold(
       return { child, base, grpcPort };
     await new Promise((r) => setTimeout(r, 250));
   }
+  child.kill("SIGTERM");
   throw new Error("keyhold did not start");
 }
 
