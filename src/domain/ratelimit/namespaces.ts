@@ -38,9 +38,10 @@ export const namespaceGone = (): AppError => new AppError("err:svc:data:ratelimi
  * The namespace cache's keys, `<workspace>|<ref>`, one flat copy kept for each
  * pair whose namespace the cache holds. Joined anew for every ratelimit.limit,
  * the key was a new string a request that the cache's Map flattened and hashed
- * in full (~1,000 instructions a request, as for the limiter's counter,
- * memory-limiter.ts); a kept copy is hashed once (the request's `ref` is still
- * hashed for the lookup here, a shorter string). Only namespaces the cache
+ * in full, as the limiter's counter was (memory-limiter.ts); a kept copy is
+ * hashed once (the request's `ref` is still hashed for the lookup here, a
+ * shorter string). Counted with bench:ab: ratelimit.limit x0.974 and x0.985 of
+ * its instructions a request (~138 thousand), bench/README.md. Only namespaces the cache
  * holds are kept, so names that exist nowhere cost nothing here; refs longer
  * than KEPT_REF_CHARS are not kept (names may be 512 characters); at most
  * KEPT_KEYS pairs are kept, then all are forgotten and kept again as they come:
