@@ -14,9 +14,10 @@
 // just before and after it): its event loop's delay (p99 and max;
 // prom-client's monitor, 10 ms resolution, reset by each scrape), the mean
 // latency of its database statements (all of them: lookups and analytics
-// writes), and garbage collection's time and scavenges as prom-client counts
-// them: a lower bound, since it records only the first GC of each batch Node
-// hands its observer (`--trace-gc` counts them all: COLD_AB_NODE_FLAGS).
+// writes), and garbage collection's time and scavenges (every collection; a
+// build before keyhold served its own GC histogram, src/transport/metrics.ts,
+// counts only the first of each batch Node reports together, a lower bound;
+// `--trace-gc` counts them all: COLD_AB_NODE_FLAGS).
 // The timed part of `npm run bench`'s scale part is the same path
 // (bench/scale.ts, "sustained"); this runs builds against each other minutes
 // apart instead of one build once.

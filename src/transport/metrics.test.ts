@@ -1,3 +1,4 @@
+import { PerformanceObserver } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import { exactSample as sample } from "../../test/prometheus.js";
 import { Metrics } from "./metrics.js";
@@ -28,5 +29,39 @@ describe("Metrics.request: requests and latency by transport, operation and stat
     expect(bucket("grpc", "+Inf")).toBe(1);
     expect(sample(text, "keyhold_request_duration_seconds_count", { transport: "http", operation: "keys.verifyKey" })).toBe(4);
     expect(sample(text, "keyhold_request_duration_seconds_sum", { transport: "http", operation: "keys.verifyKey" })).toBeCloseTo(0.0238, 6);
+  });
+});
+
+describe("keyhold_nodejs_gc_duration_seconds", () => {
+  it("counts every collection, those Node hands over together included", async () => {
+    const m = new Metrics();
+    const counted = async (): Promise<number> => {
+      const text = await m.text();
+      let n = 0;
+      for (const kind of ["minor", "major", "incremental", "weakcb"]) n += sample(text, "keyhold_nodejs_gc_duration_seconds_count", { kind }) ?? 0;
+      return n;
+    };
+    const before = await counted();
+    // An observer of its own, inside the window of the two counts.
+    let lists = 0;
+    let entries = 0;
+    const own = new PerformanceObserver((list) => {
+      lists++;
+      entries += list.getEntries().length;
+    });
+    own.observe({ entryTypes: ["gc"] });
+    // Enough allocation in one synchronous turn for many scavenges.
+    let held: object[] = [];
+    for (let i = 0; i < 3_000_000; i++) {
+      held.push({ i });
+      if (held.length > 1_000) held = [];
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    own.disconnect();
+    const after = await counted();
+    // The case this is about: Node handed several collections over at once.
+    expect(entries).toBeGreaterThan(lists);
+    // prom-client's own histogram counted one a list (lists here), never more.
+    expect(after - before).toBeGreaterThanOrEqual(entries);
   });
 });
