@@ -28,7 +28,7 @@ import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
 import { seededKey, seedKeys } from "./seed-keys.js";
-import { freshDatabase, here, localDatabasePid, log, median, pinned, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, here, localDatabasePid, log, median, pinned, post, root, startKeyhold, stop } from "./support.js";
 
 /** A positive whole number from the environment, or `def`; anything else stops the run before the seeding. */
 const count = (name: string, def: number): number => {
@@ -88,22 +88,18 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-cold-ab-"));
 try {
   const url = database.url;
   log(`cold-ab: ${checkouts.length} builds, database ${database.name}`);
+  // keyhold creates and migrates the database as it starts; the root key is made after.
   const setup = await startKeyhold({ DATABASE_URL: url }, null);
-  const rk = (
-    JSON.parse(
-      execFileSync(
-        process.execPath,
-        [path.join(root, "bin", "keyhold.js"), "root-key", "create", "--workspace", `cold_ab_${Date.now()}`, "--permissions", "*"],
-        {
-          env: { ...process.env, DATABASE_URL: url },
-          stdio: ["ignore", "pipe", "inherit"],
-        },
-      ).toString(),
-    ) as { rootKey: string }
-  ).rootKey;
-  const apiId = (await post(setup.base, "apis.createApi", { name: "cold-ab" }, rk)).apiId as string;
-  const created = await post(setup.base, "keys.createKey", { apiId, prefix: "bench" }, rk);
-  await stop(setup.child);
+  let rk: string;
+  let created: Record<string, unknown>;
+  try {
+    rk = createRootKey(url, `cold_ab_${Date.now()}`);
+    const apiId = (await post(setup.base, "apis.createApi", { name: "cold-ab" }, rk)).apiId as string;
+    created = await post(setup.base, "keys.createKey", { apiId, prefix: "bench" }, rk);
+  } finally {
+    // Stopped whether or not the setup succeeded.
+    await stop(setup.child);
+  }
   const db = await openDatabase(url);
   const seed = `cold-ab:${Math.random()}`;
   try {
