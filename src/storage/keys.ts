@@ -7,6 +7,7 @@ import {
   optNum,
   optStr,
   placeholders,
+  preparedRows,
   type Queryable,
   type Row,
   retryingDeadlocks,
@@ -285,11 +286,35 @@ export async function findLiveKeyByHash(db: Queryable, hash: string): Promise<Ke
   return (await findLiveKeysByHashes(db, [hash])).get(hash);
 }
 
+/**
+ * The IN-list lengths the batch lookup is prepared at: a batch is padded up to
+ * the next one (with its first hash again: a value the list holds already adds
+ * no row). Prepared, the server parses the lookup once per connection and
+ * length instead of once per batch, and the answer comes in the binary
+ * protocol. Measured at the statement level (MariaDB 10.11, 1,000,000 keys in
+ * the buffer pool, 20,000 found a run, two runs each way): batches of 10 (the
+ * miss path's at 4,000-5,000 cold keys a second), the database's CPU 34-40 ->
+ * 29-30 µs a key and Node's 14-21 -> 8.4-12.6; of 16, 28-30 -> 24.5-25.5 and
+ * 13-15 -> 6.7-7.5; of 40 (padded to 64), 19.5-22 -> 17.5-18 and 6.5-6.8 ->
+ * 4.0-5.1. Nine lengths at most: nine prepared statements a pooled
+ * connection, a bounded share of the server's max_prepared_stmt_count.
+ */
+const HASH_LIST_LENGTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+const lookupSql = (n: number): string => `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.hash IN (${placeholders(n)}) AND k.deleted_at_m IS NULL`;
+const LOOKUP_SQL = HASH_LIST_LENGTHS.map(lookupSql);
+
 /** The live keys among these hashes (one query for all of them), by hash. */
 export async function findLiveKeysByHashes(db: Queryable, hashes: readonly string[]): Promise<Map<string, KeyDetails>> {
   const found = new Map<string, KeyDetails>();
   if (hashes.length === 0) return found;
-  const rs = await rows(db, `SELECT ${KEY_COLUMNS} ${LIVE_FROM} WHERE k.hash IN (${placeholders(hashes.length)}) AND k.deleted_at_m IS NULL`, [...hashes]);
+  const at = HASH_LIST_LENGTHS.findIndex((n) => n >= hashes.length);
+  let rs: Row[];
+  if (at < 0) rs = await rows(db, lookupSql(hashes.length), [...hashes]);
+  else {
+    const params = [...hashes];
+    while (params.length < (HASH_LIST_LENGTHS[at] as number)) params.push(hashes[0] as string);
+    rs = await preparedRows(db, LOOKUP_SQL[at] as string, params);
+  }
   for (const d of await withRelations(db, rs.map(toDetails))) found.set(d.hash, d);
   return found;
 }

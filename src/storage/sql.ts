@@ -49,6 +49,17 @@ function withoutValues(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Read as a server-side prepared statement whatever its number of parameters:
+ * for a statement whose text takes only a few lengths (an IN list padded to a
+ * handful of sizes, as storage/keys.ts's batch lookup), so that what the
+ * server prepares stays bounded (the comment on PREPARE_UP_TO).
+ */
+export async function preparedRows<T = Row>(db: Queryable, sql: string, params: readonly Param[]): Promise<T[]> {
+  const [r] = await timed(() => db.execute<RowDataPacket[]>(sql, params as Param[]));
+  return r as unknown as T[];
+}
+
 /** Read (prepared when it has at most a few parameters). */
 export async function rows<T = Row>(db: Queryable, sql: string, params: readonly Param[] = []): Promise<T[]> {
   const [r] = await timed(() =>

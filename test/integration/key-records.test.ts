@@ -4,6 +4,7 @@
 // with its meta and limits; keys of deleted APIs and deleted keys are not found.
 // The key row says which relations a key has: a batch of keys with none reads
 // in one statement, and a key with one kind reads that kind, nothing lost.
+import type { RowDataPacket } from "mysql2";
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
 import { findLiveKeyById, findLiveKeysByHashes } from "../../src/storage/keys.js";
@@ -84,9 +85,10 @@ describe("key records by hash and by id", () => {
     expect(found.get(hashKey(k.key))?.permissions).toEqual(["one.perm"]);
   });
 
-  /** The pool, counting the statements sent through it. */
-  const counting = (): { db: Queryable; statements: () => number } => {
+  /** The pool, counting the statements sent through it (and of them, the prepared ones). */
+  const counting = (): { db: Queryable; statements: () => number; prepared: () => number } => {
     let n = 0;
+    let prepared = 0;
     const pool = h.db.pool;
     const db = new Proxy(pool, {
       get(target, prop) {
@@ -95,14 +97,57 @@ describe("key records by hash and by id", () => {
         if (prop === "query" || prop === "execute") {
           return (...args: unknown[]) => {
             n++;
+            if (prop === "execute") prepared++;
             return (v as (...a: unknown[]) => unknown).apply(target, args);
           };
         }
         return (v as (...a: unknown[]) => unknown).bind(target);
       },
     });
-    return { db, statements: () => n };
+    return { db, statements: () => n, prepared: () => prepared };
   };
+
+  it("a batch is read by a statement prepared at one of a few lengths, padded with its first hash", async () => {
+    const apiId = await createApi(h);
+    const keys = await Promise.all(Array.from({ length: 3 }, (_, i) => createKey(h, apiId, { name: `padded-${i}` })));
+    const alone = new Map<string, unknown>();
+    for (const k of keys) alone.set(hashKey(k.key), (await findLiveKeysByHashes(h.db.pool, [hashKey(k.key)])).get(hashKey(k.key)));
+    // Up to 256 hashes prepared (3 padded to 4, 5 to 8, 17 to 32); 257 and more a plain query, as before.
+    for (const [n, prepared] of [
+      [3, true],
+      [5, true],
+      [17, true],
+      [256, true],
+      [257, false],
+      [300, false],
+    ] as const) {
+      const unknown = Array.from({ length: n - keys.length }, (_, i) => hashKey(`unknown-${n}-${i}`));
+      const c = counting();
+      const found = await findLiveKeysByHashes(c.db, [...keys.map((k) => hashKey(k.key)), ...unknown]);
+      expect([c.statements(), c.prepared()], `${n} hashes`).toEqual([1, prepared ? 1 : 0]);
+      expect(found.size, `${n} hashes`).toBe(3);
+      for (const [hash, record] of alone) expect(found.get(hash), `${n} hashes`).toEqual(record);
+    }
+    // On one connection, 40 lengths read twice over prepare at most the 7 lengths up to 64.
+    const conn = await h.db.pool.getConnection();
+    try {
+      const count = async (name: string) => {
+        const [r] = await conn.query<RowDataPacket[]>(`SHOW SESSION STATUS LIKE '${name}'`);
+        return Number(r[0]?.Value);
+      };
+      const [prepares, executes] = [await count("Com_stmt_prepare"), await count("Com_stmt_execute")];
+      for (let round = 0; round < 2; round++) {
+        for (let n = 1; n <= 40; n++) {
+          const found = await findLiveKeysByHashes(conn, [hashKey(keys[0]?.key as string), ...Array.from({ length: n - 1 }, (_, i) => hashKey(`none-${i}`))]);
+          expect(found.size).toBe(1);
+        }
+      }
+      expect(await count("Com_stmt_execute")).toBe(executes + 80);
+      expect(await count("Com_stmt_prepare")).toBeLessThanOrEqual(prepares + 7);
+    } finally {
+      conn.release();
+    }
+  });
 
   it("keys without roles, permissions or limits read in one statement, their identity with them", async () => {
     const rk = await admin(h);
@@ -111,7 +156,7 @@ describe("key records by hash and by id", () => {
     const plain = await createKey(h, apiId, { name: "plain" });
     const linked = await createKey(h, apiId, { externalId: "user-no-limits" });
     const alsoLinked = await createKey(h, apiId, { externalId: "user-no-limits", meta: { own: true } });
-    // More hashes than the prepared statements take (a plain query), and one alone (prepared): one statement each.
+    // Eleven hashes (prepared at 16) and one alone: one statement each.
     const more = await Promise.all(Array.from({ length: 8 }, () => createKey(h, apiId)));
     const c = counting();
     const found = await findLiveKeysByHashes(
