@@ -62,7 +62,7 @@ export interface Instance {
 
 /** The statements the write-behind timers send (touchKeys, touchRootKeys, the analytics recorder's one round trip). */
 const WRITE_BEHIND =
-  /^(UPDATE `keys` SET last_used_at_m = |UPDATE root_keys SET last_used_at_m = |START TRANSACTION;\n(INSERT INTO |LOAD DATA LOCAL INFILE ')analytics_)/;
+  /^(INSERT INTO keys_last_used |UPDATE root_keys SET last_used_at_m = |START TRANSACTION;\n(INSERT INTO |LOAD DATA LOCAL INFILE ')analytics_)/;
 
 export function useHarness(): Harness {
   const h = {} as Harness;

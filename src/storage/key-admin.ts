@@ -38,5 +38,6 @@ export async function deleteKeyRow(db: Queryable, keyId: string): Promise<boolea
   await exec(db, "DELETE FROM keys_roles WHERE key_id = ?", [keyId]);
   await exec(db, "DELETE FROM ratelimits WHERE key_id = ?", [keyId]);
   await exec(db, "DELETE FROM encrypted_keys WHERE key_id = ?", [keyId]);
+  await exec(db, "DELETE FROM keys_last_used WHERE key_id = ?", [keyId]);
   return r.affectedRows === 1;
 }

@@ -22,15 +22,20 @@ import {
 // keys reads in one statement, not two (withRelations).
 const KEY_COLUMNS = `k.id, k.hash, k.workspace_id, k.api_id, k.key_auth_id, k.start, k.prefix, k.byte_length, k.name,
   k.meta, k.expires_at_m, k.enabled, k.remaining_requests, k.refill_amount, k.refill_day,
-  k.last_refill_at_m, k.last_used_at_m, k.recoverable, k.created_at_m, k.updated_at_m,
+  k.last_refill_at_m, GREATEST(k.last_used_at_m, COALESCE(lu.last_used_at_m, 0)) AS last_used_at_m, k.recoverable, k.created_at_m, k.updated_at_m,
   i.id AS live_identity_id, i.external_id AS identity_external_id, i.meta AS identity_meta,
   EXISTS (SELECT 1 FROM keys_roles xr WHERE xr.key_id = k.id) AS has_roles,
   EXISTS (SELECT 1 FROM keys_permissions xp WHERE xp.key_id = k.id) AS has_permissions,
   EXISTS (SELECT 1 FROM ratelimits xl WHERE xl.key_id = k.id) AS has_limits,
   EXISTS (SELECT 1 FROM ratelimits xi WHERE xi.identity_id = i.id) AS identity_has_limits`;
 
-/** Live keys (not deleted) of live APIs, with their live identity if any (alias i). */
-const LIVE_FROM = "FROM `keys` k JOIN apis a ON a.id = k.api_id AND a.deleted_at_m IS NULL LEFT JOIN identities i ON i.id = k.identity_id AND i.deleted = 0";
+/**
+ * Live keys (not deleted) of live APIs, with their live identity if any (alias
+ * i) and their last use (alias lu; migrations/0014: the greater of it and the
+ * key row's own column is the key's).
+ */
+const LIVE_FROM =
+  "FROM `keys` k JOIN apis a ON a.id = k.api_id AND a.deleted_at_m IS NULL LEFT JOIN identities i ON i.id = k.identity_id AND i.deleted = 0 LEFT JOIN keys_last_used lu ON lu.key_id = k.id";
 
 export interface NewKeyRow {
   id: string;
@@ -413,21 +418,27 @@ export async function applyRefill(db: Queryable, keyId: string, periodStart: num
   );
 }
 
-/** Writes last-used times in one statement (write-behind from the usage recorder). */
+/**
+ * Writes last-used times (write-behind from the usage recorder) into
+ * keys_last_used, a later time never replaced by an earlier one. A row there
+ * is a key id and a number, not the key's wide row (migrations/0014).
+ */
 export async function touchKeys(db: Queryable, used: Map<string, number>): Promise<void> {
-  const all = [...used.keys()];
+  // In id order: instances flushing the same keys take their rows' locks in the
+  // same order, so their upserts wait for each other instead of deadlocking.
+  const all = [...used.keys()].sort();
   // Chunks keep each statement well under the 65,535-placeholder limit.
   for (let i = 0; i < all.length; i += 1000) await touchChunk(db, all.slice(i, i + 1000), used);
 }
 
 async function touchChunk(db: Queryable, ids: string[], used: Map<string, number>): Promise<void> {
-  const cases = ids.map(() => "WHEN ? THEN ?").join(" ");
   const params: (string | number)[] = [];
   for (const id of ids) params.push(id, used.get(id) ?? 0);
+  // VALUES(x) rather than MySQL 8's row alias: MariaDB has no row alias.
   await exec(
     db,
-    `UPDATE \`keys\` SET last_used_at_m = GREATEST(last_used_at_m, CASE id ${cases} ELSE last_used_at_m END) WHERE id IN (${placeholders(ids.length)})`,
-    [...params, ...ids],
+    `INSERT INTO keys_last_used (key_id, last_used_at_m) VALUES ${ids.map(() => "(?, ?)").join(", ")} ON DUPLICATE KEY UPDATE last_used_at_m = GREATEST(last_used_at_m, VALUES(last_used_at_m))`,
+    params,
   );
 }
 

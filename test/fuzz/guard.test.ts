@@ -26,6 +26,10 @@ describe("DataGuard", () => {
 
   it("sees an in-place update of one column (a last-used time written behind) and the verification's analytics rows", async () => {
     const k = await key(h, rk, await api(h, rk));
+    // A first use writes the key's keys_last_used row; the second, a later time, updates that row's one column in place.
+    expect((await h.post("/v2/keys.verifyKey", { key: k.key }, rk)).status).toBe(200);
+    await h.deps.usage.flush();
+    await new Promise((r) => setTimeout(r, 5));
     const { changed } = await guard.run(
       () => h.post("/v2/keys.verifyKey", { key: k.key }, rk),
       () => true,
@@ -36,7 +40,7 @@ describe("DataGuard", () => {
       "analytics_verifications_per_hour",
       "analytics_verifications_per_minute",
       "analytics_verifications_per_month",
-      "keys",
+      "keys_last_used",
     ]);
   });
 

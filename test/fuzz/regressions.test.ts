@@ -63,7 +63,7 @@ describe("bad-input regressions", () => {
       await h.deps.usage.flush();
       await h.deps.analytics.flush();
       await h.deps.rootKeyUsage.flush();
-      return count(h, "SELECT last_used_at_m AS n FROM `keys` WHERE id = ?", [k.keyId]);
+      return count(h, "SELECT COALESCE(MAX(last_used_at_m), 0) AS n FROM keys_last_used WHERE key_id = ?", [k.keyId]);
     };
     const res = await h.post("/v2/keys.verifyKey", { key: k.key, ratelimits: [{ name: "not_on_this_key" }] }, rk);
     expectError(h, res, 412, "err:svc:application:precondition_failed");

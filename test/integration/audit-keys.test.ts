@@ -463,7 +463,7 @@ describe("audit records of key changes", () => {
 });
 
 /** What counting would mistake for the request's own statements: the write-behind timers (as test/harness.ts). */
-const WRITE_BEHIND = /^(UPDATE `keys` SET last_used_at_m = |UPDATE root_keys SET last_used_at_m = |START TRANSACTION;\nINSERT INTO analytics_)/;
+const WRITE_BEHIND = /^(INSERT INTO keys_last_used |UPDATE root_keys SET last_used_at_m = |START TRANSACTION;\nINSERT INTO analytics_)/;
 
 /**
  * Every statement sent while fn runs, those on a transaction's connection too

@@ -7,7 +7,7 @@
 import type { RowDataPacket } from "mysql2";
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
-import { findLiveKeyById, findLiveKeysByHashes } from "../../src/storage/keys.js";
+import { findLiveKeyById, findLiveKeysByHashes, touchKeys } from "../../src/storage/keys.js";
 import type { Queryable } from "../../src/storage/sql.js";
 import { admin, createApi, createKey, expectOk, seedRole } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
@@ -75,6 +75,40 @@ describe("key records by hash and by id", () => {
     ]);
     expect(byHash.get(hashKey(plain.key))).toMatchObject({ roles: [], permissions: [], ratelimits: [], identity: undefined, meta: undefined });
     expect(byHash.get(hashKey(sameIdentity.key))?.identity?.id).toBe(record?.identity?.id);
+  });
+
+  it("a key's last use: kept in keys_last_used, a later time never replaced by an earlier one, the key row's own still read, gone with the key", async () => {
+    const rk = await admin(h);
+    const apiId = await createApi(h);
+    const [a, b] = await Promise.all([createKey(h, apiId), createKey(h, apiId)]);
+    const lastUsed = async (k: { keyId: string; key: string }) => {
+      const byId = await findLiveKeyById(h.db.pool, h.workspaceId, k.keyId);
+      const byHash = (await findLiveKeysByHashes(h.db.pool, [hashKey(k.key)])).get(hashKey(k.key));
+      expect(byHash?.lastUsedAt).toBe(byId?.lastUsedAt);
+      return byId?.lastUsedAt;
+    };
+    const stored = async (keyId: string) => {
+      const [r] = await h.db.pool.query<RowDataPacket[]>("SELECT last_used_at_m AS t FROM keys_last_used WHERE key_id = ?", [keyId]);
+      return r.map((x) => Number(x.t));
+    };
+    expect(await lastUsed(a)).toBe(0);
+    await touchKeys(h.db.pool, new Map([[a.keyId, 2_000_000]]));
+    await touchKeys(
+      h.db.pool,
+      new Map([
+        [a.keyId, 1_000_000],
+        [b.keyId, 3_000_000],
+      ]),
+    );
+    expect(await stored(a.keyId)).toEqual([2_000_000]);
+    expect(await lastUsed(a)).toBe(2_000_000);
+    expect(await lastUsed(b)).toBe(3_000_000);
+    // Written to the key row by an instance of an earlier version during a rolling upgrade: the later of the two is the key's.
+    await h.db.pool.query("UPDATE `keys` SET last_used_at_m = ? WHERE id = ?", [5_000_000, b.keyId]);
+    expect(await lastUsed(b)).toBe(5_000_000);
+    expectOk(await h.post("/v2/keys.deleteKey", { keyId: a.keyId, permanent: true }, rk));
+    expect(await stored(a.keyId)).toEqual([]);
+    expect(await stored(b.keyId)).toEqual([3_000_000]);
   });
 
   it("one hash reads alone (the prepared statement of a single miss)", async () => {
