@@ -7,7 +7,7 @@
 import type { RowDataPacket } from "mysql2";
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
-import { findLiveKeyById, findLiveKeysByHashes, touchKeys } from "../../src/storage/keys.js";
+import { findKeysForVerification, findLiveKeyById, findLiveKeysByHashes, touchKeys } from "../../src/storage/keys.js";
 import type { Queryable } from "../../src/storage/sql.js";
 import { admin, createApi, createKey, expectOk, seedRole } from "../contract/shared/helpers.js";
 import { useHarness } from "../harness.js";
@@ -106,6 +106,9 @@ describe("key records by hash and by id", () => {
     // Written to the key row by an instance of an earlier version during a rolling upgrade: the later of the two is the key's.
     await h.db.pool.query("UPDATE `keys` SET last_used_at_m = ? WHERE id = ?", [5_000_000, b.keyId]);
     expect(await lastUsed(b)).toBe(5_000_000);
+    // The verification's lookup leaves it out, and only it.
+    const forVerification = (await findKeysForVerification(h.db.pool, [hashKey(b.key)])).get(hashKey(b.key));
+    expect(forVerification).toEqual({ ...(await findLiveKeyById(h.db.pool, h.workspaceId, b.keyId)), lastUsedAt: 0 });
     expectOk(await h.post("/v2/keys.deleteKey", { keyId: a.keyId, permanent: true }, rk));
     expect(await stored(a.keyId)).toEqual([]);
     expect(await stored(b.keyId)).toEqual([3_000_000]);

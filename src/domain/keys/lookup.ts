@@ -3,7 +3,7 @@
 import { MISS } from "../../cache/verification-cache.js";
 import { Interner } from "../../core/intern.js";
 import type { KeyDetails, KeyRecord } from "../../core/records.js";
-import { findLiveKeysByHashes } from "../../storage/keys.js";
+import { findKeysForVerification } from "../../storage/keys.js";
 import type { Deps } from "../deps.js";
 import { outageOf } from "../outage.js";
 
@@ -123,7 +123,7 @@ class HashLoader {
     const version = keyCache.version;
     let found: Map<string, KeyDetails>;
     try {
-      found = await findLiveKeysByHashes(pool, [...batch.keys()]);
+      found = await findKeysForVerification(pool, [...batch.keys()]);
     } catch (err) {
       for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
       return;
