@@ -3,7 +3,10 @@
 // limits in name order, permissions direct and through roles, the live identity
 // with its meta and limits; keys of deleted APIs and deleted keys are not found.
 // The key row says which relations a key has: a batch of keys with none reads
-// in one statement, and a key with one kind reads that kind, nothing lost.
+// in one statement, and a key with one kind reads that kind, nothing lost. A
+// batch is one statement prepared at one of a few IN-list lengths. The last use
+// is read from keys_last_used and the key row (migrations/0014), except by the
+// verification's own lookup (findKeysForVerification), which leaves it out.
 import type { RowDataPacket } from "mysql2";
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../../src/domain/keys/generate.js";
