@@ -264,6 +264,83 @@ function tuplesOf<E>(
   return { tupleOf, tuples };
 }
 
+/**
+ * A tuple with at least this many events in a batch (a hot key's) is written
+ * packed, one row of analytics_verifications_packed (migrations/0015) for its
+ * events, instead of a row each: measured against the machine's MariaDB 10.11
+ * (bench/README.md, 2026-12-01), 0.25-0.42 µs of the database's CPU an event
+ * packed against 3.3-4.3 as rows, 43 bytes of table against 212. Below this
+ * the rows stay: a pack is read back through JSON_TABLE, whose cost a pack is
+ * worth paying only for many events, and the cold path's keys (seen once a
+ * batch) would gain nothing.
+ */
+export const PACK_AT_LEAST = 32;
+/** And at most this many events a pack (a longer run is cut in several): ~80 KB of JSON. */
+export const PACK_AT_MOST = 2_000;
+
+/**
+ * The batch's hot tuples as packs (one INSERT of every pack) and the events
+ * left for rows; undefined when no tuple has PACK_AT_LEAST events. A pack's
+ * events are `[request id, ms after the pack's time, spent credits]`, in the
+ * batch's order; its time and last_time are its earliest and latest event's.
+ */
+function packs(
+  events: readonly VerificationEvent[],
+  tupleOf: Int32Array,
+  tuples: ReadonlyArray<readonly string[]>,
+  times: Times,
+  lits: Lits,
+): { statement: Statement; rest: VerificationEvent[] } | undefined {
+  const counts = new Int32Array(tuples.length);
+  let any = false;
+  for (let i = 0; i < events.length; i++) {
+    const t = tupleOf[i] as number;
+    const n = (counts[t] as number) + 1;
+    counts[t] = n;
+    if (n === PACK_AT_LEAST) any = true;
+  }
+  if (!any) return undefined;
+  const rest: VerificationEvent[] = [];
+  const members = new Map<number, VerificationEvent[]>();
+  events.forEach((e, i) => {
+    const t = tupleOf[i] as number;
+    if ((counts[t] as number) < PACK_AT_LEAST) {
+      rest.push(e);
+      return;
+    }
+    let m = members.get(t);
+    if (m === undefined) members.set(t, (m = []));
+    m.push(e);
+  });
+  const values: string[] = [];
+  for (const [t, all] of members) {
+    const shared = (tuples[t] as readonly string[]).map((v) => lits.of(v)).join(",");
+    for (let from = 0; from < all.length; from += PACK_AT_MOST) {
+      const pack = all.slice(from, from + PACK_AT_MOST);
+      let first = Number.POSITIVE_INFINITY;
+      let last = Number.NEGATIVE_INFINITY;
+      let plain = true;
+      for (const e of pack) {
+        if (e.time < first) first = e.time;
+        if (e.time > last) last = e.time;
+        if (plain && !PLAIN.test(e.requestId)) plain = false;
+      }
+      // Ids of PLAIN characters (keyhold's own: "req_…") need no escaping in JSON nor, then, in
+      // SQL's single quotes (no quote, no backslash): the array is the literal as it is.
+      const json = `[${pack.map((e) => `[${plain ? `"${e.requestId}"` : JSON.stringify(e.requestId)},${e.time - first},${Math.trunc(e.spentCredits)}]`).join(",")}]`;
+      values.push(`('${times.at(first)}','${times.at(last)}',${shared},${pack.length},${plain ? `'${json}'` : escapeValue(json)})`);
+    }
+  }
+  return {
+    statement: {
+      sql: `INSERT INTO analytics_verifications_packed (\`time\`, last_time, ${VERIFICATION_SHARED.join(", ")}, n, events) VALUES ${values.join(",")}`,
+      params: [],
+      text: true,
+    },
+    rest,
+  };
+}
+
 /** Whether two rate-limit checks share their tuple (and their roll-ups' identity). */
 const sameLimit = (a: RatelimitEvent, b: RatelimitEvent): boolean =>
   a.identifier === b.identifier && a.namespaceId === b.namespaceId && a.workspaceId === b.workspaceId;
@@ -309,8 +386,24 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
       (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
     );
-    const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: verifications, tupleOf, tuples } as const;
-    out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
+    const packed = packs(verifications, tupleOf, tuples, times, lits);
+    if (packed === undefined) {
+      const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: verifications, tupleOf, tuples } as const;
+      out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
+    } else {
+      if (packed.rest.length > 0) {
+        // The rest's tuples numbered again: rawRows' ELT lists only theirs.
+        const rest = tuplesOf(
+          packed.rest,
+          same,
+          (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
+          (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
+        );
+        const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: packed.rest, ...rest } as const;
+        out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
+      }
+      out.push(packed.statement);
+    }
     out.push(...verificationRollups(verifications, same, tagsOf, lits));
   }
   if (ratelimits.length > 0) {
@@ -550,11 +643,21 @@ export async function writeAnalytics(pool: Pool, verifications: readonly Verific
 /** Whether this pool's raw rows go as INSERTs because its server refused LOAD DATA LOCAL (logged once, src/server/deps.ts). */
 export const rawRowsInserted = (pool: Pool): boolean => refusesLoad.has(pool);
 
-export const RAW_TABLES = ["analytics_verifications", "analytics_ratelimits"] as const;
+export const RAW_TABLES = ["analytics_verifications", "analytics_verifications_packed", "analytics_ratelimits"] as const;
 export type RawTable = (typeof RAW_TABLES)[number];
 
 /** The column after workspace_id in a raw table's primary key (workspace, this, time, pk). */
-const SPACE_COLUMN: Record<RawTable, string> = { analytics_verifications: "key_space_id", analytics_ratelimits: "namespace_id" };
+const SPACE_COLUMN: Record<RawTable, string> = {
+  analytics_verifications: "key_space_id",
+  analytics_verifications_packed: "key_space_id",
+  analytics_ratelimits: "namespace_id",
+};
+/** And the one after that: a pack is ordered, and swept, by its last event's time. */
+const TIME_COLUMN: Record<RawTable, string> = {
+  analytics_verifications: "`time`",
+  analytics_verifications_packed: "last_time",
+  analytics_ratelimits: "`time`",
+};
 
 /** A workspace's key space (verifications) or namespace (rate limits): a leading part of a raw table's primary key. */
 export interface RawGroup {
@@ -570,7 +673,7 @@ export interface RawGroup {
  */
 export async function rawGroupsBefore(db: Queryable, table: RawTable, before: number): Promise<RawGroup[]> {
   const space = SPACE_COLUMN[table];
-  const rs = await rows(db, `SELECT workspace_id, ${space} AS space_id FROM ${table} GROUP BY workspace_id, ${space} HAVING MIN(\`time\`) < ?`, [
+  const rs = await rows(db, `SELECT workspace_id, ${space} AS space_id FROM ${table} GROUP BY workspace_id, ${space} HAVING MIN(${TIME_COLUMN[table]}) < ?`, [
     sqlTime(before),
   ]);
   return rs.map((r) => ({ workspaceId: String(r.workspace_id), spaceId: String(r.space_id) }));
@@ -579,12 +682,15 @@ export async function rawGroupsBefore(db: Queryable, table: RawTable, before: nu
 /**
  * Deletes up to `batch` of one group's raw rows older than `before` (Unix ms),
  * oldest first, a range of the primary key; the roll-ups stay (they are what
- * long ranges read). Returns the rows deleted.
+ * long ranges read). A pack goes once its last event is older: one that holds
+ * the bound stays whole until a later sweep. Returns the rows deleted (a pack
+ * is one).
  */
 export async function deleteRawAnalyticsBefore(db: Queryable, table: RawTable, group: RawGroup, before: number, batch: number): Promise<number> {
+  const time = TIME_COLUMN[table];
   const r = await exec(
     db,
-    `DELETE FROM ${table} WHERE workspace_id = ? AND ${SPACE_COLUMN[table]} = ? AND \`time\` < ? ORDER BY \`time\` LIMIT ${Math.floor(batch)}`,
+    `DELETE FROM ${table} WHERE workspace_id = ? AND ${SPACE_COLUMN[table]} = ? AND ${time} < ? ORDER BY ${time} LIMIT ${Math.floor(batch)}`,
     [group.workspaceId, group.spaceId, sqlTime(before)],
   );
   return r.affectedRows;

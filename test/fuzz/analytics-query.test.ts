@@ -39,8 +39,52 @@ function expectedCte(name: string, scope: AnalyticsScope): string {
   if (t === undefined) throw new Error(`not a public table: ${name}`);
   const ids = t.family === "verifications" ? scope.keySpaceIds : scope.namespaceIds;
   const column = t.family === "verifications" ? "key_space_id" : "namespace_id";
-  const grant = ids === undefined ? "" : ids.length === 0 ? " AND 1 = 0" : ` AND \`${column}\` IN (${ids.map(lit).join(", ")})`;
-  return `\`${name}\` AS (SELECT ${t.columns.map((c) => `\`${c}\``).join(", ")} FROM \`${t.physical}\` FORCE INDEX (PRIMARY) WHERE \`workspace_id\` = ${lit(scope.workspaceId)}${grant})`;
+  const grant = (q: string) => (ids === undefined ? "" : ids.length === 0 ? " AND 1 = 0" : ` AND ${q}\`${column}\` IN (${ids.map(lit).join(", ")})`);
+  const rows = `\`${name}\` AS (SELECT ${t.columns.map((c) => `\`${c}\``).join(", ")} FROM \`${t.physical}\` FORCE INDEX (PRIMARY) WHERE \`workspace_id\` = ${lit(scope.workspaceId)}${grant("")}`;
+  if (t.packed === undefined) return `${rows})`;
+  // And its packed events (migrations/0015); the user's bounds on time may follow (see ourCte).
+  const unpacked = t.columns.map((c) =>
+    c === "time"
+      ? "CAST(`p`.`time` + INTERVAL `e`.`ms` * 1000 MICROSECOND AS DATETIME(3)) AS `time`"
+      : `\`${["request_id", "spent_credits"].includes(c) ? "e" : "p"}\`.\`${c}\``,
+  );
+  return (
+    `${rows} UNION ALL SELECT ${unpacked.join(", ")} FROM \`${t.packed}\` AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (` +
+    "`request_id` VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]', `ms` BIGINT PATH '$[1]', `spent_credits` BIGINT PATH '$[2]')) AS `e`" +
+    ` WHERE \`p\`.\`workspace_id\` = ${lit(scope.workspaceId)}${grant("`p`.")})`
+  );
+}
+
+/**
+ * Where our CTE for `name` ends when it starts at `at` (-1 when it does not):
+ * the expected text, then for a table with packs either its end or the
+ * bounds on the packs taken from the user's WHERE, an AND of comparisons of
+ * `p`.`time` or `p`.`last_time` with expressions that read no table (no
+ * SELECT, FROM or backticked name of their own), ORed.
+ */
+function ourCte(sql: string, at: number, name: string, scope: AnalyticsScope): number {
+  const whole = expectedCte(name, scope);
+  if (sql.startsWith(whole, at)) return at + whole.length;
+  const head = whole.slice(0, -1);
+  if (PUBLIC_TABLES.get(name)?.packed === undefined || !sql.startsWith(head, at)) return -1;
+  let i = at + head.length;
+  if (!sql.startsWith(" AND (", i)) return -1;
+  // The bound: up to its closing parenthesis, literals and names skipped.
+  // (Literals and names blanked to the same length: indexes into `code` are indexes into the text.)
+  const code = sql.slice(i + 5).replace(/'(?:[^'\\]|\\.|'')*'|`(?:[^`]|``)*`/g, (m) => "_".repeat(m.length));
+  let depth = 0;
+  let end = -1;
+  for (let j = 0; j < code.length && end < 0; j++) {
+    if (code[j] === "(") depth++;
+    else if (code[j] === ")" && --depth === 0) end = j;
+  }
+  if (end < 0 || code[end + 1] !== ")") return -1;
+  const bound = sql.slice(i + 5, i + 5 + end + 1);
+  expect(codeOf(bound), bound).not.toMatch(/\b(SELECT|FROM|JOIN)\b/i);
+  const names = [...bound.replace(/'(?:[^'\\]|\\.|'')*'/g, "''").matchAll(/`\w+`(\.`\w+`)?/g)].map((m) => m[0]);
+  for (const n of names) expect(["`p`.`time`", "`p`.`last_time`"], bound).toContain(n);
+  i += 5 + end + 2;
+  return i;
 }
 
 const parser = new pkg.Parser();
@@ -82,12 +126,20 @@ function walk(v: unknown, refs: Array<{ db: unknown; table: string }>, ctes: Set
  */
 function checkCompiled(out: CompiledQuery, family: AnalyticsFamily, scope: AnalyticsScope): void {
   for (const t of out.tables) expect(PUBLIC_TABLES.get(t)?.family, t).toBe(family);
-  const ours = out.tables.map((t) => expectedCte(t, scope));
+  const ours = out.tables;
   let rest = out.sql;
   if (ours.length > 0) {
-    const head = `WITH ${ours.join(", ")}`;
-    expect(out.sql.startsWith(head), out.sql).toBe(true);
-    rest = out.sql.slice(head.length);
+    expect(out.sql.startsWith("WITH "), out.sql).toBe(true);
+    let at = "WITH ".length;
+    for (const [k, t] of ours.entries()) {
+      if (k > 0) {
+        expect(out.sql.startsWith(", ", at), out.sql).toBe(true);
+        at += 2;
+      }
+      at = ourCte(out.sql, at, t, scope);
+      expect(at, out.sql).toBeGreaterThan(0);
+    }
+    rest = out.sql.slice(at);
     // Then the user's CTEs (", ...") or the query itself (" SELECT" / " (SELECT").
     expect(rest, out.sql).toMatch(/^(, `|\s\(*SELECT )/);
   }
@@ -173,8 +225,21 @@ describe("the property's check", () => {
     ["a database-qualified table", `WITH ${ours} SELECT * FROM keyhold.key_verifications_v1`, ["key_verifications_v1"]],
     ["a variable", "SELECT @x", []],
     ["a comment", "SELECT 1 /* x */", []],
+    [
+      "a bound on the packs that reads a table",
+      `WITH ${ours.slice(0, -1)} AND ((\`p\`.\`time\` < (SELECT 1 FROM \`keys\`)))) SELECT 1`,
+      ["key_verifications_v1"],
+    ],
+    ["a bound on the packs that names a column", `WITH ${ours.slice(0, -1)} AND ((\`p\`.\`key_id\` = 'k'))) SELECT 1`, ["key_verifications_v1"]],
   ])("fails for %s", (_, sql, tables) => {
     expect(() => checkCompiled({ sql, tables }, "verifications", scope)).toThrow();
+  });
+  it("passes a compiled query with bounds on the packs", () => {
+    const out = compileAnalyticsQuery("SELECT request_id FROM key_verifications_v1 WHERE time > now() - INTERVAL 1 DAY", "verifications", scope, {
+      maxRows: 10,
+    });
+    expect(out.sql).toContain("(`p`.`last_time` > ");
+    checkCompiled(out, "verifications", scope);
   });
   // The same through the text check: each of these the parser cannot read (its IN (SELECT (...)) bug).
   it.each([

@@ -41,6 +41,11 @@ const ratelimit = (i: number, requestId: string): RatelimitEvent => ({
 /** Every column of the raw verification rows, as each event must come back (times within 2026-11-29 09:00:00). */
 const VERIFICATION_ROWS =
   "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications";
+/** Every verification recorded, rows and packed events alike (as key_verifications_v1 reads them, for every workspace). */
+const EVERY_VERIFICATION =
+  "SELECT request_id, `time`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications UNION ALL " +
+  "SELECT e.request_id, CAST(p.`time` + INTERVAL e.ms * 1000 MICROSECOND AS DATETIME(3)), p.workspace_id, p.key_space_id, p.api_id, p.key_id, p.identity_id, p.external_id, p.outcome, p.region, p.tags, e.spent_credits " +
+  "FROM analytics_verifications_packed AS p CROSS JOIN JSON_TABLE(p.events, '$[*]' COLUMNS (request_id VARCHAR(64) PATH '$[0]', ms BIGINT PATH '$[1]', spent_credits BIGINT PATH '$[2]')) AS e";
 const rowOf = (e: VerificationEvent) => ({
   request_id: e.requestId,
   t: `2026-11-29 09:00:00.${String(e.time % 1000).padStart(3, "0")}000`,
@@ -182,8 +187,10 @@ describe("raw analytics rows by LOAD DATA LOCAL", () => {
     expect(raw?.sql).toContain("ELT(@t, ");
     await writeAnalytics(h.db.pool, v, []);
 
+    // The base tuple's events (over PACK_AT_LEAST) are packed (analytics-packs.test.ts): read with the rows.
+    expect(raw?.infile?.data.toString()).not.toContain("req_runs_0\t");
     const got = await q(
-      "SELECT request_id, DATE_FORMAT(`time`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM analytics_verifications WHERE request_id LIKE 'req\\_runs\\_%' ORDER BY `time`, request_id",
+      `SELECT request_id, DATE_FORMAT(\`time\`, '%Y-%m-%d %H:%i:%s.%f') AS t, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits FROM (${EVERY_VERIFICATION}) AS v WHERE request_id LIKE 'req\\_runs\\_%' ORDER BY \`time\`, request_id`,
     );
     const iso = (t: number) => new Date(t).toISOString();
     const byRequest = (rows: Rows) => [...rows].sort((a, b) => Number(String(a.request_id).slice(9)) - Number(String(b.request_id).slice(9)));

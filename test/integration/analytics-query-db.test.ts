@@ -44,6 +44,17 @@ const VERIFICATIONS: Array<[string, string, string, string, string, string, stri
   [B, "ks_a1", "req_ZZB_2", "key_a1_1", "EXPIRED", "2026-01-01 11:00:00.000", "[]", HUGE],
 ];
 
+/**
+ * Packs of a hot key's events (analytics_verifications_packed), all outside the
+ * caller's scope: [workspace, key space, key id, first time, last time, events].
+ */
+const PACKS: Array<[string, string, string, string, string, string]> = [
+  [B, "ks_b1", "key_ZZB_0", "2026-01-01 10:00:07.000", "2026-01-01 10:00:07.010", `[["req_ZZB_p0",0,${HUGE}],["req_ZZB_p1",10,1]]`],
+  // The caller's key space and key ids in the other workspace, and the caller's workspace in a key space not granted.
+  [B, "ks_a1", "key_a1_0", "2026-01-01 10:17:31.000", "2026-01-01 10:17:31.000", `[["req_ZZB_p2",0,${HUGE}]]`],
+  [A, "ks_a2", "key_ZZX_0", "2026-01-01 10:00:06.000", "2026-01-01 11:00:06.000", `[["req_ZZX_p0",0,${HUGE}],["req_ZZX_p1",3600000,2]]`],
+];
+
 /** Rows of analytics_ratelimits: [workspace, namespace, request id, identifier, passed, time]. */
 const RATELIMITS: Array<[string, string, string, string, number, string]> = [
   [A, "ns_a1", "rl_a1_0", "user_1", 1, "2026-01-01 10:00:01.000"],
@@ -69,7 +80,7 @@ const SCOPES: Record<AnalyticsFamily, Array<{ scope: AnalyticsScope; outside: st
 
 const physicalTables = (family: AnalyticsFamily): string[] => {
   const base = family === "verifications" ? "analytics_verifications" : "analytics_ratelimits";
-  return [base, ...ROLLUPS.map((r) => `${base}_per_${r}`)];
+  return [base, ...(family === "verifications" ? ["analytics_verifications_packed"] : []), ...ROLLUPS.map((r) => `${base}_per_${r}`)];
 };
 
 /** The start of `time`'s roll-up bucket, as DATETIME text. */
@@ -98,6 +109,10 @@ describe("compiled analytics queries on the server", () => {
     await h.db.pool.query(
       `INSERT INTO analytics_verifications (request_id, \`time\`, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, spent_credits) VALUES ${VERIFICATIONS.map(() => "(?, ?, ?, ?, CONCAT('api_', ?), ?, '', '', ?, 'eu', ?, ?)").join(", ")}`,
       VERIFICATIONS.flatMap(([ws, ks, req, key, outcome, time, tags, spent]) => [req, time, ws, ks, ks, key, outcome, tags, spent]),
+    );
+    await h.db.pool.query(
+      `INSERT INTO analytics_verifications_packed (\`time\`, last_time, workspace_id, key_space_id, api_id, key_id, identity_id, external_id, outcome, region, tags, n, events) VALUES ${PACKS.map(() => "(?, ?, ?, ?, CONCAT('api_', ?), ?, '', '', 'VALID', 'eu', '[\"ZZ\"]', JSON_LENGTH(?), ?)").join(", ")}`,
+      PACKS.flatMap(([ws, ks, key, time, last, events]) => [time, last, ws, ks, ks, key, events, events]),
     );
     await h.db.pool.query(
       `INSERT INTO analytics_ratelimits (request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${RATELIMITS.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
@@ -184,6 +199,8 @@ describe("compiled analytics queries on the server", () => {
   it("has seeded rows the physical tables show and the compiled queries must not", async () => {
     const [rows] = await conn.query("SELECT COUNT(*) AS n FROM analytics_verifications WHERE request_id LIKE '%ZZ%'");
     expect(rows).toEqual([{ n: 5 }]);
+    const [packed] = await conn.query("SELECT SUM(n) AS n FROM analytics_verifications_packed WHERE events LIKE '%ZZ%'");
+    expect(packed).toEqual([{ n: "5" }]);
   });
 
   describe("the SDK's queries give the caller's numbers", () => {
@@ -194,6 +211,9 @@ describe("compiled analytics queries on the server", () => {
       expect((await verifications("SELECT request_id FROM key_verifications_v1 ORDER BY request_id")).map((r) => r.request_id)).toEqual([
         "req_ZZX_0",
         "req_ZZX_1",
+        // The workspace's packed events, unpacked.
+        "req_ZZX_p0",
+        "req_ZZX_p1",
         "req_a1_0",
         "req_a1_1",
         "req_a1_2",
@@ -271,7 +291,8 @@ describe("compiled analytics queries on the server", () => {
         "req_ZZX_1",
       ]);
       const parenthesized = "(SELECT request_id FROM key_verifications_v1 ORDER BY request_id LIMIT 5) ORDER BY request_id DESC";
-      expect((await run(compile(parenthesized, "verifications", { workspaceId: A }, 1).sql)).map((r) => r.request_id)).toEqual(["req_a1_2", "req_a1_1"]);
+      // The first five: req_ZZX_0, _1, _p0, _p1 and req_a1_0.
+      expect((await run(compile(parenthesized, "verifications", { workspaceId: A }, 1).sql)).map((r) => r.request_id)).toEqual(["req_a1_0", "req_ZZX_p1"]);
     });
   });
 

@@ -9,7 +9,7 @@ import type { Pool } from "../../storage/sql.js";
 const BATCH = 5_000;
 const PAUSE_MS = 20;
 
-/** Deletes every raw event older than `before`; returns how many went. */
+/** Deletes every raw event older than `before`; returns how many rows went (a pack of a hot key's events is one). */
 export async function sweepRawAnalytics(pool: Pool, before: number, log?: Logger, batch = BATCH): Promise<number> {
   let total = 0;
   for (const table of RAW_TABLES) {
@@ -23,6 +23,6 @@ export async function sweepRawAnalytics(pool: Pool, before: number, log?: Logger
       }
     }
   }
-  if (total > 0) log?.info({ deleted: total, before: new Date(before).toISOString() }, "analytics retention: old raw events deleted");
+  if (total > 0) log?.info({ deleted: total, before: new Date(before).toISOString() }, "analytics retention: old raw rows deleted");
   return total;
 }

@@ -84,6 +84,8 @@ interface PublicTable {
   physical: string;
   family: AnalyticsFamily;
   columns: readonly string[];
+  /** A second physical table of the same events, packed (migrations/0015): read beside `physical`. */
+  packed?: string;
 }
 
 // api_id is keyhold's own (one key space per API): the id users know.
@@ -120,7 +122,13 @@ const ROLLUPS = ["minute", "hour", "day", "month"] as const;
 /** The public tables, by the name users write. The physical tables' own columns (pk, tags_hash) are not listed, so never selected. */
 export const PUBLIC_TABLES: ReadonlyMap<string, PublicTable> = new Map(
   [
-    { name: "key_verifications_v1", physical: "analytics_verifications", family: "verifications" as const, columns: RAW_VERIFICATION_COLUMNS },
+    {
+      name: "key_verifications_v1",
+      physical: "analytics_verifications",
+      packed: "analytics_verifications_packed",
+      family: "verifications" as const,
+      columns: RAW_VERIFICATION_COLUMNS,
+    },
     ...ROLLUPS.map((r) => ({
       name: `key_verifications_per_${r}_v1`,
       physical: `analytics_verifications_per_${r}`,
@@ -158,7 +166,7 @@ export function compileAnalyticsQuery(query: string, family: AnalyticsFamily, sc
   compiler.checkColumns();
   const tables = [...compiler.tables].sort();
   // Ours first: a non-recursive WITH item sees only the items before it, so the user's CTEs read ours, and ours read the physical tables.
-  const ctes = [...tables.map((t) => scopedTable(PUBLIC_TABLES.get(t) as PublicTable, scope)), ...userCtes];
+  const ctes = [...tables.map((t) => scopedTable(PUBLIC_TABLES.get(t) as PublicTable, scope, compiler.packBound(t))), ...userCtes];
   // (Our CTEs are not counted in MAX_COMPILED_LENGTH: a grant on many APIs is not the user's doing.)
   return { sql: ctes.length === 0 ? body : `WITH ${ctes.join(", ")} ${body}`, tables };
 }
@@ -171,19 +179,57 @@ function checkCaller(family: AnalyticsFamily, scope: AnalyticsScope, opts: { max
   if (!Number.isSafeInteger(opts?.maxRows) || opts.maxRows < 0) throw new TypeError("opts.maxRows must be a whole number >= 0");
 }
 
-/** Our CTE for one public table: its public columns, the caller's rows only. */
-function scopedTable(t: PublicTable, scope: AnalyticsScope): string {
-  const where = [`${ident(undefined, "workspace_id")} = ${quote(scope.workspaceId)}`];
+/** Our CTE for one public table: its public columns, the caller's rows only (and its packs', `packBound` limiting which). */
+function scopedTable(t: PublicTable, scope: AnalyticsScope, packBound?: string): string {
   const [column, ids] = t.family === "verifications" ? ["key_space_id", scope.keySpaceIds] : ["namespace_id", scope.namespaceIds];
-  // A grant on no API of the workspace reads nothing: an empty list is not "all".
-  if (ids !== undefined) where.push(ids.length === 0 ? "1 = 0" : `${ident(undefined, column)} IN (${ids.map(quote).join(", ")})`);
+  /** The scope's conditions on the columns of `table` ("" or a qualifier and a dot). */
+  const whereOf = (table: string): string[] => {
+    const where = [`${table}${ident(undefined, "workspace_id")} = ${quote(scope.workspaceId)}`];
+    // A grant on no API of the workspace reads nothing: an empty list is not "all".
+    if (ids !== undefined) where.push(ids.length === 0 ? "1 = 0" : `${table}${ident(undefined, column)} IN (${ids.map(quote).join(", ")})`);
+    return where;
+  };
+  const where = whereOf("");
   const columns = t.columns.map((c) => ident(undefined, c)).join(", ");
   // FORCE INDEX (PRIMARY): the primary key starts with workspace_id, so the server
   // reads this workspace's range and nothing else. Without it the optimizer may
   // choose the `time` index and test the user's conditions on other workspaces'
   // rows before ours; a condition that errors on some value (a BIGINT overflow,
   // "subquery returns more than 1 row") would then answer one bit about them.
-  return `${ident(undefined, t.name)} AS (SELECT ${columns} FROM ${ident(undefined, t.physical)} FORCE INDEX (PRIMARY) WHERE ${where.join(" AND ")})`;
+  const rows = `SELECT ${columns} FROM ${ident(undefined, t.physical)} FORCE INDEX (PRIMARY) WHERE ${where.join(" AND ")}`;
+  if (t.packed === undefined) return `${ident(undefined, t.name)} AS (${rows})`;
+  return `${ident(undefined, t.name)} AS (${rows} UNION ALL ${unpacked(t, whereOf("`p`."), packBound)})`;
+}
+
+/** A pack's own values, by their place in each event's array (src/storage/analytics.ts, packs). */
+const PACKED_EVENT: Record<string, string> = {
+  request_id: "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]'",
+  ms: "BIGINT PATH '$[1]'",
+  spent_credits: "BIGINT PATH '$[2]'",
+};
+
+/**
+ * The packed events of our CTE, a row each as the raw table has them: the
+ * pack's columns, and each event's request id, time (the pack's plus its ms)
+ * and credits through JSON_TABLE (MariaDB 10.6+, MySQL 8.0.4+). `bound`, the
+ * user's own bounds on `time` (Compiler.packBound), leaves out the packs
+ * none of whose events could meet them before any is unpacked.
+ */
+function unpacked(t: PublicTable, where: readonly string[], bound: string | undefined): string {
+  const own = new Set(["request_id", "time", "spent_credits"]);
+  const columns = t.columns
+    .map((c) =>
+      c === "time"
+        ? "CAST(`p`.`time` + INTERVAL `e`.`ms` * 1000 MICROSECOND AS DATETIME(3)) AS `time`"
+        : `${own.has(c) ? "`e`" : "`p`"}.${ident(undefined, c)}`,
+    )
+    .join(", ");
+  const events = Object.entries(PACKED_EVENT)
+    .map(([c, type]) => `${ident(undefined, c)} ${type}`)
+    .join(", ");
+  const conditions = [...where];
+  if (bound !== undefined) conditions.push(bound);
+  return `SELECT ${columns} FROM ${ident(undefined, t.packed as string)} AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (${events})) AS \`e\` WHERE ${conditions.join(" AND ")}`;
 }
 
 // ---------------------------------------------------------------------------
@@ -442,6 +488,36 @@ const COMPARISONS = new Set(["=", "!=", "<>", "<", "<=", ">", ">="]);
 const ARITHMETIC = new Set(["+", "-", "*", "/", "%", "DIV", "MOD"]);
 const LOGICAL = new Set(["AND", "OR"]);
 
+/** x op time as time op' x. */
+const FLIPPED: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=" };
+
+/**
+ * A WHERE's conjuncts: the operands of its chain of ANDs (read as Compiler.logical
+ * reads a chain, parenthesized parts being operands), or none when the chain
+ * has an OR (a bound under an OR binds nothing).
+ */
+function conjuncts(where: unknown): unknown[] {
+  const operands: unknown[] = [];
+  let or = false;
+  const flatten = (n: unknown): void => {
+    if (isNode(n) && n.type === "binary_expr" && LOGICAL.has(String(n.operator).toUpperCase()) && (n === where || n.parentheses !== true)) {
+      if (String(n.operator).toUpperCase() === "OR") or = true;
+      flatten(n.left);
+      flatten(n.right);
+    } else operands.push(n);
+  };
+  flatten(where);
+  return or ? [] : operands;
+}
+
+/** Whether an expression reads no column and no subquery: the same value for every row of a query. */
+function constant(v: unknown): boolean {
+  if (Array.isArray(v)) return v.every(constant);
+  if (!isNode(v)) return true;
+  if (v.type === "column_ref" || v.type === "select" || v.type === "aggr_func" || v.type === "var" || v.type === "param" || "ast" in v) return false;
+  return Object.values(v).every(constant);
+}
+
 class Compiler {
   /** The public tables read. */
   readonly tables = new Set<string>();
@@ -452,6 +528,10 @@ class Compiler {
   private readonly qualifiers = new Set<string>();
   /** See MAX_WORK. */
   private work = 0;
+  /** Each FROM's reference to a public table with packs: how many (table()) ... */
+  private readonly packedSeen = new Map<string, number>();
+  /** ... and, by select(), each one's bounds on time for the packs (undefined: none). */
+  private readonly packedBounds = new Map<string, Array<string | undefined>>();
 
   constructor(private readonly family: AnalyticsFamily) {}
 
@@ -570,9 +650,75 @@ class Compiler {
     sql += this.selectList(node.columns, { ...ctx, clause: "the SELECT list" });
     sql += from;
     if (node.where != null) sql += ` WHERE ${this.expr(node.where, { ...ctx, clause: "WHERE" })}`;
+    this.boundPacks(node, { ...ctx, clause: "WHERE" });
     if (node.groupby != null) sql += this.groupBy(node.groupby, { ...ctx, clause: "GROUP BY" });
     if (node.having != null) sql += ` HAVING ${this.expr(node.having, { ...ctx, clause: "HAVING" })}`;
     return sql;
+  }
+
+  /**
+   * For each reference in this SELECT's FROM to a public table with packs, the
+   * conditions on a pack that its WHERE's bounds on `time` imply: a conjunct
+   * `time > x`, `>=`, `=` or `BETWEEN` (x without columns or subqueries) keeps
+   * only events at or after x, so only packs whose last event is (`last_time`,
+   * their primary key's range); `<`, `<=`, `=` or `BETWEEN`'s end, only packs
+   * whose first is (`time`). A conjunct of WHERE holds for every row the
+   * SELECT reads from the reference (a row an outer join fills with NULLs
+   * fails it too), so leaving out events that fail it changes nothing.
+   * `time` is the reference's when qualified by its name or alias, or
+   * unqualified with nothing else in FROM.
+   */
+  private boundPacks(node: Node, ctx: Ctx): void {
+    const items = Array.isArray(node.from) ? (node.from as unknown[]) : [];
+    for (const item of items) {
+      if (!isNode(item) || item.expr != null) continue;
+      const name = nameOf(item.table);
+      if (name === undefined || ctx.scope.has(name) || PUBLIC_TABLES.get(name)?.packed === undefined) continue;
+      const alias = nameOf(item.as) ?? name;
+      const mine = (c: unknown): boolean => {
+        if (!isNode(c) || c.type !== "column_ref" || nameOf(c.column) !== "time") return false;
+        const q = c.table == null ? undefined : nameOf(c.table);
+        return q === undefined ? items.length === 1 && c.db == null : q === alias && c.db == null && c.schema == null;
+      };
+      const bounds: string[] = [];
+      const at = (column: "last_time" | "time", op: string, x: unknown) => bounds.push(`(\`p\`.\`${column}\` ${op} ${this.expr(x, ctx)})`);
+      for (const c of node.where == null ? [] : conjuncts(node.where)) {
+        if (!isNode(c) || c.type !== "binary_expr") continue;
+        const op = String(c.operator).toUpperCase();
+        if (op === "BETWEEN") {
+          const r = isNode(c.right) && Array.isArray(c.right.value) && c.right.value.length === 2 ? c.right.value : undefined;
+          if (r !== undefined && mine(c.left) && constant(r[0]) && constant(r[1])) {
+            at("last_time", ">=", r[0]);
+            at("time", "<=", r[1]);
+          }
+          continue;
+        }
+        if (!COMPARISONS.has(op) || op === "!=" || op === "<>") continue;
+        // time op x, or x op time read as time op' x.
+        const [x, o] = mine(c.left) && constant(c.right) ? [c.right, op] : mine(c.right) && constant(c.left) ? [c.left, FLIPPED[op] as string] : [];
+        if (x === undefined || o === undefined) continue;
+        if (o === ">" || o === ">=") at("last_time", o, x);
+        else if (o === "<" || o === "<=") at("time", o, x);
+        else {
+          at("last_time", ">=", x);
+          at("time", "<=", x);
+        }
+      }
+      const list = this.packedBounds.get(name) ?? [];
+      list.push(bounds.length === 0 ? undefined : bounds.join(" AND "));
+      this.packedBounds.set(name, list);
+    }
+  }
+
+  /**
+   * The condition on `table`'s packs that every reference's bounds allow: an
+   * OR of each reference's, or undefined (every pack) when one has none, or
+   * when a reference was not seen by boundPacks (a FROM it does not read).
+   */
+  packBound(table: string): string | undefined {
+    const bounds = this.packedBounds.get(table) ?? [];
+    if (bounds.length === 0 || bounds.length !== this.packedSeen.get(table) || bounds.some((b) => b === undefined)) return undefined;
+    return `(${bounds.map((b) => `(${b})`).join(" OR ")})`;
   }
 
   private selectList(columns: unknown, ctx: Ctx): string {
@@ -652,6 +798,7 @@ class Compiler {
       const t = PUBLIC_TABLES.get(name);
       if (t === undefined || t.family !== this.family) throw this.unknownTable(name, ctx);
       this.tables.add(name);
+      if (t.packed !== undefined) this.packedSeen.set(name, (this.packedSeen.get(name) ?? 0) + 1);
     }
     const alias = item.as == null ? undefined : (nameOf(item.as) ?? refuse("unsupported table alias", ctx));
     this.qualifiers.add(alias ?? name);
