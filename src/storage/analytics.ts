@@ -265,9 +265,10 @@ function tuplesOf<E>(
 }
 
 /**
- * A tuple with at least this many events in a batch (a hot key's) is written
- * packed, one row of analytics_verifications_packed (migrations/0015) for its
- * events, instead of a row each: measured against the machine's MariaDB 10.11
+ * A tuple with at least this many events in a batch (a hot key's, a hot
+ * identifier's) is written packed, one row of analytics_verifications_packed
+ * or analytics_ratelimits_packed (migrations/0015, 0016) for its events,
+ * instead of a row each: measured against the machine's MariaDB 10.11
  * (bench/README.md, 2026-12-01), 0.25-0.42 µs of the database's CPU an event
  * packed against 3.3-4.3 as rows, 43 bytes of table against 212. Below this
  * the rows stay: a pack is read back through JSON_TABLE, whose cost a pack is
@@ -278,19 +279,50 @@ export const PACK_AT_LEAST = 32;
 /** And at most this many events a pack (a longer run is cut in several): ~80 KB of JSON. */
 export const PACK_AT_MOST = 2_000;
 
+/** A raw table's events, for rawStatements: rows (rawRows) or, a hot tuple's, packed (packs). */
+interface RawEvents<E extends { requestId: string; time: number }> {
+  table: RawTable;
+  /** Its packed table (migrations/0015, 0016). */
+  packed: RawTable;
+  shared: readonly string[];
+  last: string;
+  events: readonly E[];
+  /** As tuplesOf takes them. */
+  same: (a: E, b: E) => boolean;
+  parts: (e: E) => readonly string[];
+  values: (e: E) => string[];
+  lastOf(e: E): number;
+}
+
 /**
- * The batch's hot tuples as packs (one INSERT of every pack) and the events
- * left for rows; undefined when no tuple has PACK_AT_LEAST events. A pack's
- * events are `[request id, ms after the pack's time, spent credits]`, in the
- * batch's order; its time and last_time are its earliest and latest event's.
+ * A raw table's statements: the events of hot tuples packed (one INSERT of
+ * every pack) and the rest as rows (rawRows), or rows only when no tuple has
+ * PACK_AT_LEAST events in the batch.
  */
-function packs(
-  events: readonly VerificationEvent[],
+function rawStatements<E extends { requestId: string; time: number }>(r: RawEvents<E>, form: RawForm, times: Times, lits: Lits): Statement[] {
+  const rows = (events: readonly E[], numbered: { tupleOf: Int32Array; tuples: ReadonlyArray<readonly string[]> }) =>
+    rawRows({ table: r.table, shared: r.shared, last: r.last, events, ...numbered, lastOf: r.lastOf }, form, times, lits);
+  const numbered = tuplesOf(r.events, r.same, r.parts, r.values);
+  const packed = packs(r, numbered.tupleOf, numbered.tuples, times, lits);
+  if (packed === undefined) return [rows(r.events, numbered)];
+  // The rest's tuples numbered again: rawRows' ELT lists only theirs.
+  return [...(packed.rest.length > 0 ? [rows(packed.rest, tuplesOf(packed.rest, r.same, r.parts, r.values))] : []), packed.statement];
+}
+
+/**
+ * The batch's hot tuples as packs and the events left for rows; undefined
+ * when no tuple has PACK_AT_LEAST events. A pack's events are `[request id, ms
+ * after the pack's time, the last column's value]`, in the batch's order; its
+ * time and last_time are its earliest and latest event's.
+ */
+function packs<E extends { requestId: string; time: number }>(
+  r: RawEvents<E>,
   tupleOf: Int32Array,
   tuples: ReadonlyArray<readonly string[]>,
   times: Times,
   lits: Lits,
-): { statement: Statement; rest: VerificationEvent[] } | undefined {
+): { statement: Statement; rest: E[] } | undefined {
+  const { events, lastOf } = r;
   const counts = new Int32Array(tuples.length);
   let any = false;
   for (let i = 0; i < events.length; i++) {
@@ -300,8 +332,8 @@ function packs(
     if (n === PACK_AT_LEAST) any = true;
   }
   if (!any) return undefined;
-  const rest: VerificationEvent[] = [];
-  const members = new Map<number, VerificationEvent[]>();
+  const rest: E[] = [];
+  const members = new Map<number, E[]>();
   events.forEach((e, i) => {
     const t = tupleOf[i] as number;
     if ((counts[t] as number) < PACK_AT_LEAST) {
@@ -327,16 +359,12 @@ function packs(
       }
       // Ids of PLAIN characters (keyhold's own: "req_…") need no escaping in JSON nor, then, in
       // SQL's single quotes (no quote, no backslash): the array is the literal as it is.
-      const json = `[${pack.map((e) => `[${plain ? `"${e.requestId}"` : JSON.stringify(e.requestId)},${e.time - first},${Math.trunc(e.spentCredits)}]`).join(",")}]`;
+      const json = `[${pack.map((e) => `[${plain ? `"${e.requestId}"` : JSON.stringify(e.requestId)},${e.time - first},${Math.trunc(lastOf(e))}]`).join(",")}]`;
       values.push(`('${times.at(first)}','${times.at(last)}',${shared},${pack.length},${plain ? `'${json}'` : escapeValue(json)})`);
     }
   }
   return {
-    statement: {
-      sql: `INSERT INTO analytics_verifications_packed (\`time\`, last_time, ${VERIFICATION_SHARED.join(", ")}, n, events) VALUES ${values.join(",")}`,
-      params: [],
-      text: true,
-    },
+    statement: { sql: `INSERT INTO ${r.packed} (\`time\`, last_time, ${r.shared.join(", ")}, n, events) VALUES ${values.join(",")}`, params: [], text: true },
     rest,
   };
 }
@@ -379,31 +407,19 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
       a.region === b.region &&
       (a.tags === b.tags || tagsOf(a) === tagsOf(b));
     const lits = new Lits();
-    const { tupleOf, tuples } = tuplesOf(
-      verifications,
+    const raw: RawEvents<VerificationEvent> = {
+      table: "analytics_verifications",
+      packed: "analytics_verifications_packed",
+      shared: VERIFICATION_SHARED,
+      last: "spent_credits",
+      events: verifications,
       same,
       // The key last: a key seen once in the batch (the cold path) then adds an entry to a Map, not Maps of its own.
-      (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
-      (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
-    );
-    const packed = packs(verifications, tupleOf, tuples, times, lits);
-    if (packed === undefined) {
-      const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: verifications, tupleOf, tuples } as const;
-      out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
-    } else {
-      if (packed.rest.length > 0) {
-        // The rest's tuples numbered again: rawRows' ELT lists only theirs.
-        const rest = tuplesOf(
-          packed.rest,
-          same,
-          (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
-          (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
-        );
-        const rows = { table: "analytics_verifications", shared: VERIFICATION_SHARED, last: "spent_credits", events: packed.rest, ...rest } as const;
-        out.push(rawRows({ ...rows, lastOf: (e) => e.spentCredits }, form, times, lits));
-      }
-      out.push(packed.statement);
-    }
+      parts: (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e), e.keyId],
+      values: (e) => [e.workspaceId, e.keySpaceId, e.apiId, e.keyId, e.identityId, e.externalId, e.outcome, e.region, tagsOf(e)],
+      lastOf: (e) => e.spentCredits,
+    };
+    out.push(...rawStatements(raw, form, times, lits));
     out.push(...verificationRollups(verifications, same, tagsOf, lits));
   }
   if (ratelimits.length > 0) {
@@ -413,9 +429,18 @@ export function analyticsBatch(verifications: readonly VerificationEvent[], rate
     // the most rows), rate-limit checks go as an INSERT.
     const lits = new Lits();
     const parts = (e: RatelimitEvent): string[] => [e.workspaceId, e.namespaceId, e.identifier];
-    const { tupleOf, tuples } = tuplesOf(ratelimits, sameLimit, parts, parts);
-    const rows = { table: "analytics_ratelimits", shared: RATELIMIT_SHARED, last: "passed", events: ratelimits, tupleOf, tuples } as const;
-    out.push(rawRows({ ...rows, lastOf: (e) => (e.passed ? 1 : 0) }, verifications.length > 0 ? "insert" : form, times, lits));
+    const raw: RawEvents<RatelimitEvent> = {
+      table: "analytics_ratelimits",
+      packed: "analytics_ratelimits_packed",
+      shared: RATELIMIT_SHARED,
+      last: "passed",
+      events: ratelimits,
+      same: sameLimit,
+      parts,
+      values: parts,
+      lastOf: (e) => (e.passed ? 1 : 0),
+    };
+    out.push(...rawStatements(raw, verifications.length > 0 ? "insert" : form, times, lits));
     out.push(...ratelimitRollups(ratelimits, lits));
   }
   return out;
@@ -643,7 +668,7 @@ export async function writeAnalytics(pool: Pool, verifications: readonly Verific
 /** Whether this pool's raw rows go as INSERTs because its server refused LOAD DATA LOCAL (logged once, src/server/deps.ts). */
 export const rawRowsInserted = (pool: Pool): boolean => refusesLoad.has(pool);
 
-export const RAW_TABLES = ["analytics_verifications", "analytics_verifications_packed", "analytics_ratelimits"] as const;
+export const RAW_TABLES = ["analytics_verifications", "analytics_verifications_packed", "analytics_ratelimits", "analytics_ratelimits_packed"] as const;
 export type RawTable = (typeof RAW_TABLES)[number];
 
 /** The column after workspace_id in a raw table's primary key (workspace, this, time, pk). */
@@ -651,12 +676,14 @@ const SPACE_COLUMN: Record<RawTable, string> = {
   analytics_verifications: "key_space_id",
   analytics_verifications_packed: "key_space_id",
   analytics_ratelimits: "namespace_id",
+  analytics_ratelimits_packed: "namespace_id",
 };
 /** And the one after that: a pack is ordered, and swept, by its last event's time. */
 const TIME_COLUMN: Record<RawTable, string> = {
   analytics_verifications: "`time`",
   analytics_verifications_packed: "last_time",
   analytics_ratelimits: "`time`",
+  analytics_ratelimits_packed: "last_time",
 };
 
 /** A workspace's key space (verifications) or namespace (rate limits): a leading part of a raw table's primary key. */

@@ -46,11 +46,12 @@ function expectedCte(name: string, scope: AnalyticsScope): string {
   const unpacked = t.columns.map((c) =>
     c === "time"
       ? "CAST(`p`.`time` + INTERVAL `e`.`ms` * 1000 MICROSECOND AS DATETIME(3)) AS `time`"
-      : `\`${["request_id", "spent_credits"].includes(c) ? "e" : "p"}\`.\`${c}\``,
+      : `\`${["request_id", "spent_credits", "passed"].includes(c) ? "e" : "p"}\`.\`${c}\``,
   );
+  const last = t.family === "verifications" ? "`spent_credits` BIGINT" : "`passed` TINYINT(1)";
   return (
-    `${rows} UNION ALL SELECT ${unpacked.join(", ")} FROM \`${t.packed}\` AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (` +
-    "`request_id` VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]', `ms` BIGINT PATH '$[1]', `spent_credits` BIGINT PATH '$[2]')) AS `e`" +
+    `${rows} UNION ALL SELECT ${unpacked.join(", ")} FROM \`${t.physical}_packed\` AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (` +
+    `\`request_id\` VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]', \`ms\` BIGINT PATH '$[1]', ${last} PATH '$[2]')) AS \`e\`` +
     ` WHERE \`p\`.\`workspace_id\` = ${lit(scope.workspaceId)}${grant("`p`.")})`
   );
 }

@@ -5,10 +5,12 @@
 // comes back once with every value as recorded, whatever mix of packs and rows
 // a batch made; that a user's bounds on `time`, pushed down to the packs
 // (src/storage/analytics-sql/query.ts, boundPacks), never change an answer; and
-// that the retention sweep deletes a pack only once its last event is old.
+// that the retention sweep deletes a pack only once its last event is old. A
+// hot identifier's rate-limit checks are packed the same way
+// (analytics_ratelimits_packed, migrations/0016).
 import { beforeAll, describe, expect, it } from "vitest";
 import { sweepRawAnalytics } from "../../src/domain/analytics/retention.js";
-import { analyticsBatch, PACK_AT_LEAST, PACK_AT_MOST, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
+import { analyticsBatch, PACK_AT_LEAST, PACK_AT_MOST, type RatelimitEvent, type VerificationEvent, writeAnalytics } from "../../src/storage/analytics.js";
 import { type AnalyticsScope, compileAnalyticsQuery } from "../../src/storage/analytics-sql/query.js";
 import { useHarness } from "../harness.js";
 
@@ -179,6 +181,56 @@ describe("a hot key's verifications, packed", () => {
       expect(compileAnalyticsQuery(join, "verifications", { workspaceId: ws }, { maxRows: 10_000 }).sql).not.toMatch(/`p`\.`(last_)?time` [<>=]/);
       expect((await read(join, { workspaceId: ws })).map((r) => r.request_id).sort()).toEqual(ids((e) => e.time >= T0 + 2000));
     });
+  });
+
+  it("a hot identifier's rate-limit checks likewise: packed, read back through ratelimits_v1 once each, bounds kept, swept when old", async () => {
+    const check = (i: number, over: Partial<RatelimitEvent> = {}): RatelimitEvent => ({
+      requestId: `req_rl_${i}`,
+      time: T0 + i * 3,
+      workspaceId: "ws_pk_rl",
+      namespaceId: "ns_pk",
+      identifier: "user 'hot'",
+      passed: i % 3 !== 0,
+      ...over,
+    });
+    const r = Array.from({ length: PACK_AT_LEAST + 20 }, (_, i) => check(i));
+    for (let i = 0; i < 5; i++) r.push(check(100 + i, { identifier: `cold_${i}` }));
+    const statements = analyticsBatch([], r, "load");
+    expect(statements.map((st) => st.sql)).toEqual([
+      expect.stringMatching(/^LOAD DATA LOCAL INFILE 'analytics_ratelimits'/),
+      expect.stringMatching(/^INSERT INTO analytics_ratelimits_packed /),
+      ...["minute", "hour", "day", "month"].map(() => expect.stringMatching(/^INSERT INTO analytics_ratelimits_per_/)),
+    ]);
+    await writeAnalytics(h.db.pool, [], r);
+    expect(await q("SELECT identifier, n FROM analytics_ratelimits_packed WHERE workspace_id = 'ws_pk_rl'")).toEqual([
+      { identifier: "user 'hot'", n: PACK_AT_LEAST + 20 },
+    ]);
+    const scope = { workspaceId: "ws_pk_rl" };
+    const rows = async (query: string) =>
+      (await q(compileAnalyticsQuery(query, "ratelimits", scope, { maxRows: 10_000 }).sql)).sort((a, b) =>
+        String(a.request_id) < String(b.request_id) ? -1 : 1,
+      );
+    const rowOfCheck = (e: RatelimitEvent) => ({
+      request_id: e.requestId,
+      time: text(e.time),
+      workspace_id: e.workspaceId,
+      namespace_id: e.namespaceId,
+      identifier: e.identifier,
+      passed: e.passed ? 1 : 0,
+    });
+    const all = "SELECT request_id, time, workspace_id, namespace_id, identifier, passed FROM ratelimits_v1";
+    expect(await rows(all)).toEqual(r.map(rowOfCheck).sort((a, b) => (a.request_id < b.request_id ? -1 : 1)));
+    const since = `${all} WHERE time >= '${text(T0 + 60)}'`;
+    expect(compileAnalyticsQuery(since, "ratelimits", scope, { maxRows: 10 }).sql).toContain("(`p`.`last_time` >= ");
+    expect(await rows(since)).toEqual(
+      r
+        .filter((e) => e.time >= T0 + 60)
+        .map(rowOfCheck)
+        .sort((a, b) => (a.request_id < b.request_id ? -1 : 1)),
+    );
+    // T0 is days before now: a cut at now takes the pack and the rows.
+    expect(await sweepRawAnalytics(h.db.pool, Date.now())).toBeGreaterThanOrEqual(1 + 5);
+    expect(await q("SELECT n FROM analytics_ratelimits_packed WHERE workspace_id = 'ws_pk_rl'")).toEqual([]);
   });
 
   it("the retention sweep deletes a pack once its last event is older than the cut, and not before", async () => {

@@ -55,6 +55,13 @@ const PACKS: Array<[string, string, string, string, string, string]> = [
   [A, "ks_a2", "key_ZZX_0", "2026-01-01 10:00:06.000", "2026-01-01 11:00:06.000", `[["req_ZZX_p0",0,${HUGE}],["req_ZZX_p1",3600000,2]]`],
 ];
 
+/** Packs of a hot identifier's checks (analytics_ratelimits_packed), all outside the caller's scope: [workspace, namespace, identifier, first time, last time, events]. */
+const RATELIMIT_PACKS: Array<[string, string, string, string, string, string]> = [
+  [B, "ns_b1", "user_ZZB", "2026-01-01 10:00:04.000", "2026-01-01 10:00:04.500", '[["rl_ZZB_p0",0,1],["rl_ZZB_p1",500,0]]'],
+  [B, "ns_a1", "user_1", "2026-01-01 10:00:05.000", "2026-01-01 10:00:05.000", '[["rl_ZZB_p2",0,1]]'],
+  [A, "ns_a2", "user_ZZX", "2026-01-01 10:00:03.000", "2026-01-01 10:00:03.000", '[["rl_ZZX_p0",0,1]]'],
+];
+
 /** Rows of analytics_ratelimits: [workspace, namespace, request id, identifier, passed, time]. */
 const RATELIMITS: Array<[string, string, string, string, number, string]> = [
   [A, "ns_a1", "rl_a1_0", "user_1", 1, "2026-01-01 10:00:01.000"],
@@ -80,7 +87,7 @@ const SCOPES: Record<AnalyticsFamily, Array<{ scope: AnalyticsScope; outside: st
 
 const physicalTables = (family: AnalyticsFamily): string[] => {
   const base = family === "verifications" ? "analytics_verifications" : "analytics_ratelimits";
-  return [base, ...(family === "verifications" ? ["analytics_verifications_packed"] : []), ...ROLLUPS.map((r) => `${base}_per_${r}`)];
+  return [base, `${base}_packed`, ...ROLLUPS.map((r) => `${base}_per_${r}`)];
 };
 
 /** The start of `time`'s roll-up bucket, as DATETIME text. */
@@ -117,6 +124,10 @@ describe("compiled analytics queries on the server", () => {
     await h.db.pool.query(
       `INSERT INTO analytics_ratelimits (request_id, \`time\`, workspace_id, namespace_id, identifier, passed) VALUES ${RATELIMITS.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
       RATELIMITS.flatMap(([ws, ns, req, id, passed, time]) => [req, time, ws, ns, id, passed]),
+    );
+    await h.db.pool.query(
+      `INSERT INTO analytics_ratelimits_packed (\`time\`, last_time, workspace_id, namespace_id, identifier, n, events) VALUES ${RATELIMIT_PACKS.map(() => "(?, ?, ?, ?, ?, JSON_LENGTH(?), ?)").join(", ")}`,
+      RATELIMIT_PACKS.flatMap(([ws, ns, id, time, last, events]) => [time, last, ws, ns, id, events, events]),
     );
     for (const r of ROLLUPS) {
       // One roll-up row per raw row is enough here: the roll-ups' sums are not what is tested.

@@ -84,8 +84,12 @@ interface PublicTable {
   physical: string;
   family: AnalyticsFamily;
   columns: readonly string[];
-  /** A second physical table of the same events, packed (migrations/0015): read beside `physical`. */
-  packed?: string;
+  /**
+   * A second physical table of the same events, packed (migrations/0015, 0016):
+   * read beside `physical`; `last` is the column an event's array holds third
+   * (after its request id and ms), with its type.
+   */
+  packed?: { table: string; last: string; type: string };
 }
 
 // api_id is keyhold's own (one key space per API): the id users know.
@@ -125,7 +129,7 @@ export const PUBLIC_TABLES: ReadonlyMap<string, PublicTable> = new Map(
     {
       name: "key_verifications_v1",
       physical: "analytics_verifications",
-      packed: "analytics_verifications_packed",
+      packed: { table: "analytics_verifications_packed", last: "spent_credits", type: "BIGINT" },
       family: "verifications" as const,
       columns: RAW_VERIFICATION_COLUMNS,
     },
@@ -135,7 +139,13 @@ export const PUBLIC_TABLES: ReadonlyMap<string, PublicTable> = new Map(
       family: "verifications" as const,
       columns: VERIFICATION_ROLLUP_COLUMNS,
     })),
-    { name: "ratelimits_v1", physical: "analytics_ratelimits", family: "ratelimits" as const, columns: RAW_RATELIMIT_COLUMNS },
+    {
+      name: "ratelimits_v1",
+      physical: "analytics_ratelimits",
+      packed: { table: "analytics_ratelimits_packed", last: "passed", type: "TINYINT(1)" },
+      family: "ratelimits" as const,
+      columns: RAW_RATELIMIT_COLUMNS,
+    },
     ...ROLLUPS.map((r) => ({
       name: `ratelimits_per_${r}_v1`,
       physical: `analytics_ratelimits_per_${r}`,
@@ -201,35 +211,27 @@ function scopedTable(t: PublicTable, scope: AnalyticsScope, packBound?: string):
   return `${ident(undefined, t.name)} AS (${rows} UNION ALL ${unpacked(t, whereOf("`p`."), packBound)})`;
 }
 
-/** A pack's own values, by their place in each event's array (src/storage/analytics.ts, packs). */
-const PACKED_EVENT: Record<string, string> = {
-  request_id: "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]'",
-  ms: "BIGINT PATH '$[1]'",
-  spent_credits: "BIGINT PATH '$[2]'",
-};
-
 /**
  * The packed events of our CTE, a row each as the raw table has them: the
  * pack's columns, and each event's request id, time (the pack's plus its ms)
- * and credits through JSON_TABLE (MariaDB 10.6+, MySQL 8.0.4+). `bound`, the
- * user's own bounds on `time` (Compiler.packBound), leaves out the packs
- * none of whose events could meet them before any is unpacked.
+ * and last column (credits, passed) through JSON_TABLE (MariaDB 10.6+, MySQL
+ * 8.0.4+; src/storage/analytics.ts, packs, writes the arrays). `bound`, the
+ * user's own bounds on `time` (Compiler.packBound), leaves out the packs none
+ * of whose events could meet them before any is unpacked.
  */
 function unpacked(t: PublicTable, where: readonly string[], bound: string | undefined): string {
-  const own = new Set(["request_id", "time", "spent_credits"]);
+  const { table, last, type } = t.packed as NonNullable<PublicTable["packed"]>;
   const columns = t.columns
     .map((c) =>
       c === "time"
         ? "CAST(`p`.`time` + INTERVAL `e`.`ms` * 1000 MICROSECOND AS DATETIME(3)) AS `time`"
-        : `${own.has(c) ? "`e`" : "`p`"}.${ident(undefined, c)}`,
+        : `${c === "request_id" || c === last ? "`e`" : "`p`"}.${ident(undefined, c)}`,
     )
     .join(", ");
-  const events = Object.entries(PACKED_EVENT)
-    .map(([c, type]) => `${ident(undefined, c)} ${type}`)
-    .join(", ");
+  const events = `\`request_id\` VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]', \`ms\` BIGINT PATH '$[1]', ${ident(undefined, last)} ${type} PATH '$[2]'`;
   const conditions = [...where];
   if (bound !== undefined) conditions.push(bound);
-  return `SELECT ${columns} FROM ${ident(undefined, t.packed as string)} AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (${events})) AS \`e\` WHERE ${conditions.join(" AND ")}`;
+  return `SELECT ${columns} FROM ${ident(undefined, table)} AS \`p\` FORCE INDEX (PRIMARY) CROSS JOIN JSON_TABLE(\`p\`.\`events\`, '$[*]' COLUMNS (${events})) AS \`e\` WHERE ${conditions.join(" AND ")}`;
 }
 
 // ---------------------------------------------------------------------------
