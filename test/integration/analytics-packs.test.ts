@@ -153,7 +153,11 @@ describe("a hot key's verifications, packed", () => {
         (e) => e.keyId === "key_hot" && e.time > T0 + 1500 && e.time < T0 + 2100,
         true,
       ],
-      [`time > ${at(1500)} - INTERVAL 1 SECOND`, (e) => e.time > T0 + 500, true],
+      [`time > TIMESTAMP ${at(1500)} - INTERVAL 1 SECOND`, (e) => e.time > T0 + 500, true],
+      [`TIME >= ${at(1001)}`, (e) => e.time >= T0 + 1001, true],
+      [`time < now() + INTERVAL 1 DAY AND time > today() - INTERVAL 3650 DAY`, () => true, true],
+      // Not copied into our CTE: expressions that could fail there (an integer overflow), numbers.
+      [`time > 20261129090001`, (e) => e.time > T0 + 1000, false],
       // Not bounds: an OR, a NOT, a column on both sides.
       [`time > ${at(2000)} OR key_id = 'key_cold'`, (e) => e.time > T0 + 2000 || e.keyId === "key_cold", false],
       [`NOT (time < ${at(2000)})`, (e) => e.time >= T0 + 2000, false],
@@ -233,6 +237,18 @@ describe("a hot key's verifications, packed", () => {
     expect(await q("SELECT n FROM analytics_ratelimits_packed WHERE workspace_id = 'ws_pk_rl'")).toEqual([]);
   });
 
+  it("a bound that fails fails only where the user's own WHERE does", async () => {
+    // Our CTE's bound would be evaluated even under 1 = 0, or for a CTE the query never reads.
+    const overflow = "18446744073709551615 + 1";
+    for (const query of [
+      `SELECT count() AS n FROM key_verifications_v1 WHERE 1 = 0 AND time > ${overflow}`,
+      `WITH u AS (SELECT * FROM key_verifications_v1 WHERE time > ${overflow}) SELECT count() AS n FROM key_verifications_v1 WHERE 1 = 0`,
+    ]) {
+      expect(compileAnalyticsQuery(query, "verifications", { workspaceId: "ws_pk_mix" }, { maxRows: 10 }).sql).not.toMatch(/`p`\.`(last_)?time` [<>=]/);
+      expect(await read(query, { workspaceId: "ws_pk_mix" })).toEqual([{ n: 0 }]);
+    }
+  });
+
   it("the retention sweep deletes a pack once its last event is older than the cut, and not before", async () => {
     const now = Date.now();
     const ws = { workspaceId: "ws_pk_ret" };
@@ -245,6 +261,16 @@ describe("a hot key's verifications, packed", () => {
     expect(await q("SELECT n FROM analytics_verifications_packed WHERE workspace_id = 'ws_pk_ret'")).toEqual([{ n: PACK_AT_LEAST }]);
     expect((await read("SELECT request_id FROM key_verifications_v1", ws)).map((r) => r.request_id).sort()).toEqual(across.map((e) => e.requestId).sort());
     expect(await sweepRawAnalytics(h.db.pool, now - 30 * 86_400_000 + 100)).toBe(1);
+    expect(await q("SELECT n FROM analytics_verifications_packed WHERE workspace_id = 'ws_pk_ret'")).toEqual([]);
+
+    // Packs go a few a DELETE (a 250th of the rows' batch: here one), every one of them in the end.
+    for (let b = 0; b < 3; b++)
+      await writeAnalytics(
+        h.db.pool,
+        old.map((e) => ({ ...e, requestId: `${e.requestId}_${b}` })),
+        [],
+      );
+    expect(await sweepRawAnalytics(h.db.pool, now - 30 * 86_400_000, undefined, 250)).toBe(3);
     expect(await q("SELECT n FROM analytics_verifications_packed WHERE workspace_id = 'ws_pk_ret'")).toEqual([]);
   });
 });

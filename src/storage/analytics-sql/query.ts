@@ -512,12 +512,36 @@ function conjuncts(where: unknown): unknown[] {
   return or ? [] : operands;
 }
 
-/** Whether an expression reads no column and no subquery: the same value for every row of a query. */
-function constant(v: unknown): boolean {
-  if (Array.isArray(v)) return v.every(constant);
-  if (!isNode(v)) return true;
-  if (v.type === "column_ref" || v.type === "select" || v.type === "aggr_func" || v.type === "var" || v.type === "param" || "ast" in v) return false;
-  return Object.values(v).every(constant);
+/**
+ * Whether a bound on time may be copied into our CTE: a string, TIMESTAMP or
+ * DATE literal, now() or today(), or one of those plus or minus INTERVAL n of
+ * a unit (n a whole number). The same value for every row, and none can raise
+ * an error (a date out of range is NULL, with a warning): our CTE's copy is
+ * evaluated even where the user's own WHERE never is (under `1 = 0 AND`, in a
+ * CTE no one reads), so an expression that can fail (an integer overflow,
+ * `18446744073709551615 + 1`) would fail queries that run without it.
+ */
+function boundable(v: unknown): boolean {
+  if (!isNode(v)) return false;
+  switch (v.type) {
+    case "single_quote_string":
+    case "timestamp":
+    case "date":
+    case "datetime":
+      return true;
+    case "function": {
+      const n = isNode(v.name) && Array.isArray(v.name.name) && v.name.name.length === 1 ? nameOf(v.name.name[0])?.toLowerCase() : undefined;
+      const args = v.args == null ? [] : isNode(v.args) && Array.isArray(v.args.value) ? v.args.value : undefined;
+      return (n === "now" || n === "today") && args?.length === 0 && v.over == null;
+    }
+    case "binary_expr": {
+      const i = v.right;
+      const count = isNode(i) && i.type === "interval" && isNode(i.expr) && i.expr.type === "number" ? Number(i.expr.value) : Number.NaN;
+      return (v.operator === "+" || v.operator === "-") && Number.isSafeInteger(count) && count >= 0 && boundable(v.left);
+    }
+    default:
+      return false;
+  }
 }
 
 class Compiler {
@@ -661,10 +685,12 @@ class Compiler {
   /**
    * For each reference in this SELECT's FROM to a public table with packs, the
    * conditions on a pack that its WHERE's bounds on `time` imply: a conjunct
-   * `time > x`, `>=`, `=` or `BETWEEN` (x without columns or subqueries) keeps
-   * only events at or after x, so only packs whose last event is (`last_time`,
-   * their primary key's range); `<`, `<=`, `=` or `BETWEEN`'s end, only packs
-   * whose first is (`time`). A conjunct of WHERE holds for every row the
+   * `time > x`, `>=`, `=` or `BETWEEN` (x `boundable`) keeps only events at or
+   * after x, so only packs whose last event is (`last_time`: a range of the
+   * primary key within a key space or namespace; with the whole workspace
+   * granted, a filter on its packs' rows that spares unpacking them); `<`,
+   * `<=`, `=` or `BETWEEN`'s end, only packs whose first is (`time`, a
+   * filter). A conjunct of WHERE holds for every row the
    * SELECT reads from the reference (a row an outer join fills with NULLs
    * fails it too), so leaving out events that fail it changes nothing.
    * `time` is the reference's when qualified by its name or alias, or
@@ -678,7 +704,8 @@ class Compiler {
       if (name === undefined || ctx.scope.has(name) || PUBLIC_TABLES.get(name)?.packed === undefined) continue;
       const alias = nameOf(item.as) ?? name;
       const mine = (c: unknown): boolean => {
-        if (!isNode(c) || c.type !== "column_ref" || nameOf(c.column) !== "time") return false;
+        // Column names ignore case: TIME is time.
+        if (!isNode(c) || c.type !== "column_ref" || nameOf(c.column)?.toLowerCase() !== "time") return false;
         const q = c.table == null ? undefined : nameOf(c.table);
         return q === undefined ? items.length === 1 && c.db == null : q === alias && c.db == null && c.schema == null;
       };
@@ -689,7 +716,7 @@ class Compiler {
         const op = String(c.operator).toUpperCase();
         if (op === "BETWEEN") {
           const r = isNode(c.right) && Array.isArray(c.right.value) && c.right.value.length === 2 ? c.right.value : undefined;
-          if (r !== undefined && mine(c.left) && constant(r[0]) && constant(r[1])) {
+          if (r !== undefined && mine(c.left) && boundable(r[0]) && boundable(r[1])) {
             at("last_time", ">=", r[0]);
             at("time", "<=", r[1]);
           }
@@ -697,7 +724,7 @@ class Compiler {
         }
         if (!COMPARISONS.has(op) || op === "!=" || op === "<>") continue;
         // time op x, or x op time read as time op' x.
-        const [x, o] = mine(c.left) && constant(c.right) ? [c.right, op] : mine(c.right) && constant(c.left) ? [c.left, FLIPPED[op] as string] : [];
+        const [x, o] = mine(c.left) && boundable(c.right) ? [c.right, op] : mine(c.right) && boundable(c.left) ? [c.left, FLIPPED[op] as string] : [];
         if (x === undefined || o === undefined) continue;
         if (o === ">" || o === ">=") at("last_time", o, x);
         else if (o === "<" || o === "<=") at("time", o, x);

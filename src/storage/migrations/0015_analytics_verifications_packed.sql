@@ -29,8 +29,8 @@ CREATE TABLE IF NOT EXISTS analytics_verifications_packed (
   -- How many events; events: [["req_…", 0, 1], ["req_…", 12, 0], …].
   n INT UNSIGNED NOT NULL,
   events LONGTEXT NOT NULL,
-  -- By the last event's time: a query's lower bound on time (the usual "since")
-  -- and the retention sweep's cut are both a range of it (query.ts pushes a
-  -- user's bounds on time down to last_time and `time`).
+  -- By the last event's time: within a key space, a query's lower bound on
+  -- time (the usual "since") and the retention sweep's cut are both a range
+  -- of it (query.ts pushes a user's bounds on time down to last_time and `time`).
   PRIMARY KEY (workspace_id, key_space_id, last_time, pk)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
