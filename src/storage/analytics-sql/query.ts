@@ -494,22 +494,30 @@ const LOGICAL = new Set(["AND", "OR"]);
 const FLIPPED: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=" };
 
 /**
- * A WHERE's conjuncts: the operands of its chain of ANDs (read as Compiler.logical
- * reads a chain, parenthesized parts being operands), or none when the chain
- * has an OR (a bound under an OR binds nothing).
+ * A chain of ANDs and ORs as the sequence of its operands and operators, in
+ * the tree's order whatever the parser's grouping (parenthesized parts are
+ * operands); `visit` sees each AND or OR node of the chain. Compiler.logical
+ * groups the sequence again as MySQL binds it.
  */
-function conjuncts(where: unknown): unknown[] {
+function logicalChain(root: unknown, visit?: (n: Node) => void): { operands: unknown[]; ops: string[] } {
   const operands: unknown[] = [];
-  let or = false;
+  const ops: string[] = [];
   const flatten = (n: unknown): void => {
-    if (isNode(n) && n.type === "binary_expr" && LOGICAL.has(String(n.operator).toUpperCase()) && (n === where || n.parentheses !== true)) {
-      if (String(n.operator).toUpperCase() === "OR") or = true;
+    if (isNode(n) && n.type === "binary_expr" && LOGICAL.has(String(n.operator).toUpperCase()) && (n === root || n.parentheses !== true)) {
+      visit?.(n);
       flatten(n.left);
+      ops.push(String(n.operator).toUpperCase());
       flatten(n.right);
     } else operands.push(n);
   };
-  flatten(where);
-  return or ? [] : operands;
+  flatten(root);
+  return { operands, ops };
+}
+
+/** A WHERE's conjuncts: the operands of its chain, or none when the chain has an OR (a bound under an OR binds nothing). */
+function conjuncts(where: unknown): unknown[] {
+  const { operands, ops } = logicalChain(where);
+  return ops.includes("OR") ? [] : operands;
 }
 
 /**
@@ -1058,17 +1066,7 @@ class Compiler {
    * treatment inside).
    */
   private logical(root: Node, ctx: Ctx): string {
-    const operands: unknown[] = [];
-    const ops: string[] = [];
-    const flatten = (n: unknown): void => {
-      if (isNode(n) && n.type === "binary_expr" && LOGICAL.has(String(n.operator).toUpperCase()) && (n === root || n.parentheses !== true)) {
-        only(n, ["type", "operator", "left", "right", "parentheses"], "an operator", ctx);
-        flatten(n.left);
-        ops.push(String(n.operator).toUpperCase());
-        flatten(n.right);
-      } else operands.push(n);
-    };
-    flatten(root);
+    const { operands, ops } = logicalChain(root, (n) => only(n, ["type", "operator", "left", "right", "parentheses"], "an operator", ctx));
     const sql = operands.map((o) => this.expr(o, ctx));
     const ors: string[][] = [[sql[0] as string]];
     for (const [i, op] of ops.entries()) {
