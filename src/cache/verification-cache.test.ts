@@ -107,8 +107,15 @@ describe("RecordCache.unchangedSince", () => {
 
 // A tag names one hash (a key's own `key:` tag) or many (an API's, a workspace's):
 // the first is held without a Set of its own, and both must drop exactly what they name.
-describe("RecordCache tags", () => {
-  const small = () => new RecordCache<{ v: number }>({ maxEntries: 3, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000 }, () => 10);
+// The same behaviour with `api:` and `ws:` as group tags (CacheOptions.groups), as the key cache has them.
+describe.each([
+  ["every tag a Set of its hashes", undefined],
+  ["api: and ws: as group tags", ["api:", "ws:"]],
+])("RecordCache tags, %s", (_, groups) => {
+  const cache = () =>
+    new RecordCache<{ v: number }>({ maxEntries: 100, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000, ...(groups ? { groups } : {}) }, () => 10);
+  const small = () =>
+    new RecordCache<{ v: number }>({ maxEntries: 3, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000, ...(groups ? { groups } : {}) }, () => 10);
 
   it("deleteTag drops the one record of a tag, and every record of a shared tag, and nothing else", () => {
     const c = cache();
@@ -152,5 +159,83 @@ describe("RecordCache tags", () => {
     c.deleteTag("key:1");
     expect(c.get("h5")).toBeUndefined();
     expect(c.get("h4")).toEqual({ v: 4 });
+  });
+
+  it("a record dropped by a shared tag is not served stale, nor counted a hit", () => {
+    const c = cache();
+    c.set("h1", { v: 1 }, ["key:1", "api:a", "ws:w"]);
+    c.set("h2", { v: 2 }, ["key:2", "api:b", "ws:w"]);
+    c.deleteTag("api:a");
+    expect(c.stale("h1")).toBeUndefined();
+    expect(c.stale("h2")).toEqual({ v: 2 });
+    const { hits, misses } = c.stats;
+    expect(c.get("h1")).toBeUndefined();
+    expect(c.stats).toMatchObject({ hits, misses: misses + 1 });
+    c.deleteTag("ws:w");
+    expect(c.get("h2")).toBeUndefined();
+    expect(c.stale("h2")).toBeUndefined();
+  });
+
+  it("a record set after its shared tag was deleted is held, until the tag is deleted again", () => {
+    const c = cache();
+    c.set("h1", { v: 1 }, ["key:1", "api:a"]);
+    c.deleteTag("api:a");
+    c.set("h2", { v: 2 }, ["key:2", "api:a"]);
+    c.set("h1", { v: 3 }, ["key:1", "api:a"]);
+    expect([c.get("h1"), c.get("h2")]).toEqual([{ v: 3 }, { v: 2 }]);
+    c.deleteTag("api:a");
+    expect([c.get("h1"), c.get("h2")]).toEqual([undefined, undefined]);
+  });
+
+  it("a read begun before a shared tag's deletion does not cache, one begun after does", () => {
+    const c = cache();
+    const v = c.version;
+    c.deleteTag("ws:w");
+    c.setRead(v, "h1", { v: 1 }, ["key:1", "api:a", "ws:w"]);
+    expect(c.get("h1")).toBeUndefined();
+    c.setRead(c.version, "h1", { v: 1 }, ["key:1", "api:a", "ws:w"]);
+    expect(c.get("h1")).toEqual({ v: 1 });
+  });
+
+  it("clear drops the records of shared tags, and records set after it are held", () => {
+    const c = cache();
+    c.set("h1", { v: 1 }, ["key:1", "api:a", "ws:w"]);
+    c.clear();
+    expect(c.get("h1")).toBeUndefined();
+    c.set("h2", { v: 2 }, ["key:2", "api:a", "ws:w"]);
+    expect(c.get("h2")).toEqual({ v: 2 });
+    c.deleteTag("api:a");
+    expect(c.get("h2")).toBeUndefined();
+  });
+});
+
+describe("RecordCache group tags", () => {
+  const groupCells = (c: RecordCache<{ v: number }>): Map<string, unknown> => (c as unknown as { groupCells: Map<string, unknown> }).groupCells;
+
+  it("forgets a group's cell with the last record that holds it, whether evicted, deleted or replaced", () => {
+    const c = new RecordCache<{ v: number }>({ maxEntries: 2, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000, groups: ["api:"] }, () => 10);
+    c.set("h1", { v: 1 }, ["key:1", "api:a"]);
+    c.set("h2", { v: 2 }, ["key:2", "api:a"]);
+    c.set("h2", { v: 3 }, ["key:2", "api:b"]);
+    expect([...groupCells(c).keys()].sort()).toEqual(["api:a", "api:b"]);
+    c.delete("h1");
+    expect([...groupCells(c).keys()]).toEqual(["api:b"]);
+    c.set("h3", { v: 4 }, ["key:3", "api:c"]);
+    c.set("h4", { v: 5 }, ["key:4", "api:c"]); // evicts h2, the last of api:b
+    expect([...groupCells(c).keys()]).toEqual(["api:c"]);
+    c.deleteTag("api:c");
+    expect(groupCells(c).size).toBe(0);
+    // The records of the deleted group are dropped as they are read; nothing is left behind.
+    expect([c.get("h3"), c.get("h4")]).toEqual([undefined, undefined]);
+    expect(c.size).toBe(0);
+    expect(groupCells(c).size).toBe(0);
+  });
+
+  it("keeps a tag without its prefix precise", () => {
+    const c = new RecordCache<{ v: number }>({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000, negativeTtlMs: 2_000, groups: ["api:"] }, () => 10);
+    c.set("h1", { v: 1 }, ["key:1", "api:a", "identity:i"]);
+    expect([...groupCells(c).keys()]).toEqual(["api:a"]);
+    c.deleteTag("identity:i");
+    expect(c.get("h1")).toBeUndefined();
   });
 });

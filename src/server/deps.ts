@@ -64,15 +64,17 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
     ttlMs: config.cacheTtlMs,
     negativeTtlMs: 2_000,
   };
-  const keyCache = new RecordCache<KeyRecord>(cacheOpts, keyRecordSize);
+  // Group tags (CacheOptions.groups): those that every key of an API or a workspace
+  // carries, every API of a workspace, every identifier of a namespace.
+  const keyCache = new RecordCache<KeyRecord>({ ...cacheOpts, groups: ["api:", "ws:"] }, keyRecordSize);
   const rootKeyCache = new RecordCache<RootKeyRecord>(
-    { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 },
+    { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, groups: ["ws:"] },
     (r) => 200 + r.permissions.join().length,
   );
-  const apiCache = new RecordCache<ApiRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (a) => 300 + a.name.length);
+  const apiCache = new RecordCache<ApiRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, groups: ["ws:"] }, (a) => 300 + a.name.length);
   const namespaceCache = new RecordCache<NamespaceRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 }, (n) => 200 + n.name.length);
   const overrideCache = new RecordCache<OverrideCandidates>(
-    { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 },
+    { ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, groups: ["ns:"] },
     (o) => 64 + o.rows.reduce((n, r) => n + 120 + r.identifier.length, 0) + (o.kept === undefined ? 0 : 100 + o.kept.counter.length),
   );
   const evict = (kind: InvalidationKind, id: string) => {
