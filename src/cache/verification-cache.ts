@@ -61,9 +61,9 @@ export interface CacheOptions {
    * own Maps: where the tables doubled, at ~262,144 records, two set()s of 53-66
    * and 120-161 ms with the Sets, one of 105-106 without; at ~524,288, 107-108
    * and 467-475 against 219-221. What is left of those pauses is the key tags'
-   * Map and lru-cache's own. A record whose
-   * group was invalidated stays held (counted in maxBytes, the first evicted if
-   * unused) until it is next read, and is dropped then.
+   * Map and lru-cache's own. A record whose group was invalidated stays held
+   * (counted in maxBytes, the first evicted if unused) until it is next read,
+   * and is dropped then.
    */
   groups?: readonly string[];
 }
