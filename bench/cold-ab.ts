@@ -13,7 +13,8 @@
 // what keyhold's own /metrics saw over its timed part (scraped by cold-load.js
 // just before and after it): how late its event loop was (p99 and max; from
 // prom-client's monitor, reset by each scrape, less the monitor's 10 ms
-// interval: see LOOP_MONITOR_MS), the mean
+// interval, EVENT_LOOP_MONITOR_MS in src/transport/metrics.ts; printed
+// as it is, 10 ms high, before 2026-12-02), the mean
 // latency of its database statements (all of them: lookups and analytics
 // writes), and garbage collection's time and scavenges (every collection; a
 // build before keyhold served its own GC histogram, src/transport/metrics.ts,
@@ -28,6 +29,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "../src/storage/db.js";
+import { EVENT_LOOP_MONITOR_MS } from "../src/transport/metrics.js";
 import { seededKey, seedKeys } from "./seed-keys.js";
 import { createRootKey, freshDatabase, here, localDatabasePid, log, median, pinned, post, root, startKeyhold, stop } from "./support.js";
 
@@ -70,18 +72,6 @@ interface Run {
   statementMs: number;
   valid: number;
 }
-
-/**
- * The interval of the event-loop monitor behind keyhold_nodejs_eventloop_lag_*
- * (prom-client's eventLoopMonitoringPrecision, 10 ms by default). Node's
- * monitorEventLoopDelay records the whole time between two ticks of its timer,
- * not the time past the tick: an idle process reads ~10.2 ms at its p50 and
- * ~11 ms at its p99 (2026-12-02, Node 20.20). The figures here are that less
- * the interval: how late the loop was. Before this, the bench printed the
- * histogram as it is, 10 ms above the lateness (bench/README.md, "The event
- * loop's delay was read 10 ms high").
- */
-const LOOP_MONITOR_MS = 10;
 
 /** What a run's figures are made from, read off keyhold's /metrics text. */
 function figures(text: string): { lagP99: number; lagMax: number; gcSeconds: number; scavenges: number; stmtSum: number; stmtCount: number } {
@@ -173,8 +163,8 @@ try {
             p99: out.p99,
             cpuUs: Math.round(out.cpuUsPerReq ?? Number.NaN),
             dbUs: Math.round(out.storeCpuUsPerReq ?? Number.NaN),
-            lateP99Ms: Number((after.lagP99 * 1000 - LOOP_MONITOR_MS).toFixed(1)),
-            lateMaxMs: Number((after.lagMax * 1000 - LOOP_MONITOR_MS).toFixed(1)),
+            lateP99Ms: Number((after.lagP99 * 1000 - EVENT_LOOP_MONITOR_MS).toFixed(1)),
+            lateMaxMs: Number((after.lagMax * 1000 - EVENT_LOOP_MONITOR_MS).toFixed(1)),
             gcMs: Math.round((after.gcSeconds - before.gcSeconds) * 1000),
             scavenges: after.scavenges - before.scavenges,
             statementMs: Number((((after.stmtSum - before.stmtSum) / Math.max(1, after.stmtCount - before.stmtCount)) * 1000).toFixed(2)),

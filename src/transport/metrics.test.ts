@@ -1,7 +1,7 @@
 import { PerformanceObserver } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import { exactSample as sample } from "../../test/prometheus.js";
-import { Metrics } from "./metrics.js";
+import { EVENT_LOOP_MONITOR_MS, Metrics } from "./metrics.js";
 
 describe("Metrics.request: requests and latency by transport, operation and status", () => {
   it("counts each series apart, 200 and '200' as one, and buckets each latency once", async () => {
@@ -63,5 +63,21 @@ describe("keyhold_nodejs_gc_duration_seconds", () => {
     expect(entries).toBeGreaterThan(lists);
     // prom-client's own histogram counted one a list (lists here), never more.
     expect(after - before).toBeGreaterThanOrEqual(entries);
+  });
+});
+
+describe("keyhold_nodejs_eventloop_lag_*", () => {
+  it("reads the monitor's whole tick, so a loop never late still reads about EVENT_LOOP_MONITOR_MS (what bench:cold-ab takes off)", async () => {
+    const m = new Metrics();
+    await m.text(); // a scrape resets the monitor's histogram
+    // A loop with nothing to do for a while: the monitor's ticks are on time.
+    await new Promise((r) => setTimeout(r, 30 * EVENT_LOOP_MONITOR_MS));
+    const text = await m.text();
+    const p50 = sample(text, "keyhold_nodejs_eventloop_lag_p50_seconds", {});
+    const min = sample(text, "keyhold_nodejs_eventloop_lag_min_seconds", {});
+    // Were the figure the time past each tick, an idle loop would read ~0. A timer
+    // may fire a little early against the last tick's time, hence 0.8.
+    expect(p50).toBeGreaterThanOrEqual((0.8 * EVENT_LOOP_MONITOR_MS) / 1000);
+    expect(min).toBeGreaterThanOrEqual((0.5 * EVENT_LOOP_MONITOR_MS) / 1000);
   });
 });
