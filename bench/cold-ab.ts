@@ -9,7 +9,9 @@
 // COLD_AB_ROUNDS (2) rounds; each instance serves COLD_AB_RUNS (2) timed runs
 // of COLD_AB_RUN_KEYS (50,000) keys never verified before, from cold-load.js on
 // CPU 1 after its warm-up. Beside req/s, p50 and p99 (the generator's), each
-// run prints keyhold's CPU and the database's a verification (from /proc) and
+// run prints keyhold's CPU and the database's a verification (from /proc), how
+// long keyhold's threads waited for a CPU while runnable (the database's threads
+// on its core: /proc/<pid>/task/*/schedstat), and
 // what keyhold's own /metrics saw over its timed part (scraped by cold-load.js
 // just before and after it): how late its event loop was (p99 and max; from
 // prom-client's monitor, reset by each scrape, less the monitor's 10 ms
@@ -24,6 +26,9 @@
 // (bench/scale.ts, "sustained"); this runs builds against each other minutes
 // apart instead of one build once.
 // COLD_AB_NODE_FLAGS: Node.js flags for every build (`--trace-gc`, say).
+// COLD_AB_RATE: each run paced at this many verifications a second instead of
+// as fast as 50 connections go (cold-load.ts, COLD_LOAD_RATE): the latency at
+// a given load rather than at saturation; its runs also print sendLagP99.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -54,6 +59,7 @@ const KEYS = count("COLD_AB_SEEDED", 1_000_000);
 const ROUNDS = count("COLD_AB_ROUNDS", 2);
 const RUNS = count("COLD_AB_RUNS", 2);
 const RUN = count("COLD_AB_RUN_KEYS", 50_000);
+const RATE = process.env.COLD_AB_RATE === undefined || process.env.COLD_AB_RATE === "" ? undefined : count("COLD_AB_RATE", 1);
 const nodeFlags = (process.env.COLD_AB_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
 if (checkouts.length * ROUNDS * RUNS * RUN > KEYS - 1)
   throw new Error(`${KEYS} keys are too few for ${checkouts.length} builds x ${ROUNDS} rounds x ${RUNS} runs x ${RUN}`);
@@ -64,6 +70,8 @@ interface Run {
   p99: number;
   cpuUs: number;
   dbUs: number;
+  /** How long keyhold's threads waited, runnable, for a CPU, µs a verification (another process on its core). */
+  waitUs: number;
   /** How late the event loop was at its p99 over the run, ms (the monitor's interval taken off). */
   lateP99Ms: number;
   lateMaxMs: number;
@@ -71,6 +79,8 @@ interface Run {
   scavenges: number;
   statementMs: number;
   valid: number;
+  /** Paced runs (COLD_LOAD_RATE) only: how late the generator sent at its p99, ms (part of every latency). */
+  sendLagP99?: number;
 }
 
 /** What a run's figures are made from, read off keyhold's /metrics text. */
@@ -152,9 +162,19 @@ try {
                 COLD_LOAD_PIDS: [k.child.pid, dbPid].filter((p) => p !== undefined).join(","),
                 COLD_LOAD_METRICS: `${k.base}/metrics`,
                 COLD_LOAD_METRICS_OUT: metricsOut,
+                COLD_LOAD_RATE: RATE === undefined ? "" : String(RATE),
               },
             }).toString(),
-          ) as { rps: number; p50: number; p99: number; cpuUsPerReq?: number; storeCpuUsPerReq?: number; valid: number };
+          ) as {
+            rps: number;
+            p50: number;
+            p99: number;
+            cpuUsPerReq?: number;
+            storeCpuUsPerReq?: number;
+            waitUsPerReq?: number;
+            valid: number;
+            sendLagP99?: number;
+          };
           const before = figures(fs.readFileSync(`${metricsOut}.before`, "utf8"));
           const after = figures(fs.readFileSync(`${metricsOut}.after`, "utf8"));
           const run: Run = {
@@ -163,12 +183,14 @@ try {
             p99: out.p99,
             cpuUs: Math.round(out.cpuUsPerReq ?? Number.NaN),
             dbUs: Math.round(out.storeCpuUsPerReq ?? Number.NaN),
+            waitUs: Math.round(out.waitUsPerReq ?? Number.NaN),
             lateP99Ms: Number((after.lagP99 * 1000 - EVENT_LOOP_MONITOR_MS).toFixed(1)),
             lateMaxMs: Number((after.lagMax * 1000 - EVENT_LOOP_MONITOR_MS).toFixed(1)),
             gcMs: Math.round((after.gcSeconds - before.gcSeconds) * 1000),
             scavenges: after.scavenges - before.scavenges,
             statementMs: Number((((after.stmtSum - before.stmtSum) / Math.max(1, after.stmtCount - before.stmtCount)) * 1000).toFixed(2)),
             valid: out.valid,
+            ...(out.sendLagP99 === undefined ? {} : { sendLagP99: out.sendLagP99 }),
           };
           if (run.valid !== RUN) throw new Error(`${checkout}: ${run.valid} of ${RUN} cold keys verified valid`);
           (results[b] as Run[]).push(run);
@@ -181,7 +203,7 @@ try {
   }
   const m = (xs: Run[], f: (x: Run) => number) => median(xs.map(f));
   process.stdout.write(
-    `${"build".padEnd(36)}${"req/s".padStart(8)}${"p50".padStart(7)}${"p99".padStart(7)}${"CPU µs".padStart(8)}${"DB µs".padStart(7)}${"late99".padStart(7)}${"latemax".padStart(8)}${"GC ms".padStart(7)}${"stmt ms".padStart(9)}   p99 of each run\n`,
+    `${"build".padEnd(36)}${"req/s".padStart(8)}${"p50".padStart(7)}${"p99".padStart(7)}${"CPU µs".padStart(8)}${"DB µs".padStart(7)}${"wait µs".padStart(8)}${"late99".padStart(7)}${"latemax".padStart(8)}${"GC ms".padStart(7)}${"stmt ms".padStart(9)}   p99 of each run\n`,
   );
   checkouts.forEach((c, b) => {
     const xs = results[b] as Run[];
@@ -190,7 +212,10 @@ try {
         .toFixed(1)
         .padStart(7)}${m(xs, (x) => x.p99)
         .toFixed(1)
-        .padStart(7)}${String(m(xs, (x) => x.cpuUs)).padStart(8)}${String(m(xs, (x) => x.dbUs)).padStart(7)}${m(xs, (x) => x.lateP99Ms)
+        .padStart(7)}${String(m(xs, (x) => x.cpuUs)).padStart(8)}${String(m(xs, (x) => x.dbUs)).padStart(7)}${String(m(xs, (x) => x.waitUs)).padStart(8)}${m(
+        xs,
+        (x) => x.lateP99Ms,
+      )
         .toFixed(1)
         .padStart(7)}${m(xs, (x) => x.lateMaxMs)
         .toFixed(1)
@@ -200,7 +225,7 @@ try {
     );
   });
   process.stdout.write(
-    "medians of every run of each build; CPU and DB µs a cold verification; late = how late keyhold's event loop was (ms, the monitor's 10 ms interval taken off)\n",
+    "medians of every run of each build; CPU and DB µs a cold verification; wait = keyhold's threads runnable but waiting for a CPU, µs a verification; late = how late keyhold's event loop was (ms, the monitor's 10 ms interval taken off)\n",
   );
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -18,3 +18,30 @@ export function cpuMicros(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
+
+/**
+ * How long a process's threads have waited, runnable, for a CPU, in µs: the
+ * second field of each /proc/<pid>/task/<tid>/schedstat (ns), summed over the
+ * threads alive now (one that has exited takes its share with it). On these
+ * 2-core machines keyhold is pinned to CPU 0 and the database is not: when the
+ * database's threads run on CPU 0, keyhold waits, and its requests with it
+ * (bench/README.md, "The miss path's p99 at a paced load"). 0 where /proc
+ * has no schedstat (a kernel built without CONFIG_SCHED_INFO).
+ */
+export function runQueueWaitMicros(pid: number): number {
+  let ns = 0;
+  let tasks: string[];
+  try {
+    tasks = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  for (const tid of tasks) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[1] ?? 0);
+    } catch {
+      // The thread exited between the listing and the read.
+    }
+  }
+  return ns / 1000;
+}

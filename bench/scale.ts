@@ -4,7 +4,9 @@
 //   2. growth: hit and miss verification with BENCH_KEYS_SMALL (10,000) and
 //      BENCH_KEYS_LARGE (1,000,000) keys in the database, keys seeded in bulk
 //   3. the miss path sustained: the keys that fill the cache for 4., verified in
-//      BENCH_COLD_RUNS (3) timed runs of equal size, the median against the target
+//      BENCH_COLD_RUNS (3) timed runs of equal size, the median against the target;
+//      then BENCH_COLD_PACED_RUNS (2) runs of 20,000 more, paced at the target's
+//      5,000 a second (the latency at that load, not at saturation)
 //   4. memory: RSS of the instance with the large database and a full cache, and of
 //      one started with CACHE_MAX_ENTRIES=100000 after verifying the same keys
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -27,6 +29,11 @@ export interface Figure {
   /** Of the miss path: keyhold's CPU a verification over the timed part (µs), and the database's and Redis's together when they run here. */
   cpuUsPerReq?: number;
   storeCpuUsPerReq?: number;
+  /** Of the miss path: how long keyhold's threads waited, runnable, for a CPU, µs a verification (bench/proc-cpu.ts). */
+  waitUsPerReq?: number;
+  /** Paced runs (cold-load.ts, COLD_LOAD_RATE): the rate offered, and how late the generator sent at its p99 (ms). */
+  rate?: number;
+  sendLagP99?: number;
 }
 
 export interface Helpers {
@@ -62,6 +69,9 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
   const HIT_SECONDS = Math.min(5, h.seconds);
   const COLD_WARM_REQUESTS = num("BENCH_COLD_WARM", 3_000);
   const SUSTAINED_RUNS = Math.max(1, Math.floor(num("BENCH_COLD_RUNS", 3)));
+  const PACED_RUNS = Math.max(0, Math.floor(num("BENCH_COLD_PACED_RUNS", 2)));
+  const PACED_RATE = 5_000;
+  const PACED_KEYS = 4 * PACED_RATE;
   const BOUND = 100_000;
   if (!(SMALL >= 2 && LARGE > SMALL)) throw new Error(`BENCH_KEYS_LARGE (${LARGE}) must exceed BENCH_KEYS_SMALL (${SMALL})`);
 
@@ -99,7 +109,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
   };
   // Where its figures are used, the generator first warms up on a key the server has just verified (not timed): see cold-load.ts.
   // With `pids` ([keyhold, ...stores]), the CPU each spends a verification over the timed part (cold-load.ts reads it).
-  const coldLoad = (url: string, auth: string, keys: string[], workers: number, warmKey?: string, pids?: number[]): Promise<Figure> => {
+  const coldLoad = (url: string, auth: string, keys: string[], workers: number, warmKey?: string, pids?: number[], rate?: number): Promise<Figure> => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-cold-")), "keys.txt");
     fs.writeFileSync(file, `${keys.join("\n")}\n`);
     const [cmd, args] = pin(1, process.execPath, [
@@ -110,9 +120,8 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
       String(workers),
       ...(warmKey === undefined ? [] : [warmKey, String(COLD_WARM_REQUESTS)]),
     ]);
-    return runJson(cmd, args, pids === undefined ? undefined : { ...process.env, COLD_LOAD_PIDS: pids.join(",") }).finally(() =>
-      fs.rmSync(path.dirname(file), { recursive: true, force: true }),
-    );
+    const env = { ...process.env, COLD_LOAD_RATE: rate === undefined ? "" : String(rate), ...(pids === undefined ? {} : { COLD_LOAD_PIDS: pids.join(",") }) };
+    return runJson(cmd, args, env).finally(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
   };
 
   // A fresh database on the same server.
@@ -199,7 +208,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     if (sanity.valid !== true) throw new Error(`a seeded key does not verify: ${JSON.stringify(sanity)}`);
     const hitBody = JSON.stringify({ key: seededKey(seed, 0) });
     const cpuPids = big.child.pid === undefined ? undefined : [big.child.pid, ...storePids];
-    const measure = async (from: number, to: number): Promise<{ hit: Figure; miss: Figure; cold: string[]; rest: string[] }> => {
+    const measure = async (from: number, to: number): Promise<{ hit: Figure; miss: Figure; cold: string[]; rest: string[]; paced: string[] }> => {
       // Cold keys: a random sample of keys never verified before.
       const idx = Int32Array.from({ length: to - from }, (_, i) => from + i);
       for (let i = idx.length - 1; i > 0; i--) {
@@ -210,10 +219,11 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
       }
       const cold = Array.from(idx.subarray(0, COLD), (i) => seededKey(seed, i));
       const rest = Array.from(idx.subarray(COLD, COLD + MEMORY_KEYS), (i) => seededKey(seed, i));
+      const paced = Array.from(idx.subarray(COLD + MEMORY_KEYS, COLD + MEMORY_KEYS + PACED_RUNS * PACED_KEYS), (i) => seededKey(seed, i));
       await autocannon(big.base + verifyPath, hitBody, auth, 1, 50, 1);
       const hit = await autocannon(big.base + verifyPath, hitBody, auth, HIT_SECONDS, 50, 1);
       const miss = await coldLoad(big.base + verifyPath, auth, cold, 50, seededKey(seed, 0), cpuPids);
-      return { hit, miss, cold, rest };
+      return { hit, miss, cold, rest, paced };
     };
     h.log(`scale: ${SMALL} keys: hit path (${HIT_SECONDS} s) and miss path (${COLD} cold keys)`);
     const small = await measure(1, SMALL);
@@ -250,15 +260,25 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     for (let i = 0; i < memKeys.length; i += runSize)
       sustainedRuns.push(await coldLoad(big.base + verifyPath, auth, memKeys.slice(i, i + runSize), 50, seededKey(seed, 0), cpuPids));
     const sustained = sustainedRuns.length === 0 ? undefined : sustainedFigure(sustainedRuns);
+    // Then at the target's rate: a run at saturation has its p50 set by the 50
+    // connections (Little's law: 50 / rps), and a stall there slows the load
+    // instead of making a queue. Paced, every stall of keyhold (or of the
+    // database beside it, on its core) queues what arrives meanwhile.
+    const pacedKeys = large.paced;
+    h.log(`scale: miss path paced at ${PACED_RATE}/s: ${pacedKeys.length} more cold keys in ${PACED_RUNS} runs`);
+    const pacedRuns: Figure[] = [];
+    for (let i = 0; i < pacedKeys.length; i += PACED_KEYS)
+      pacedRuns.push(await coldLoad(big.base + verifyPath, auth, pacedKeys.slice(i, i + PACED_KEYS), 50, seededKey(seed, 0), cpuPids, PACED_RATE));
+    const paced = pacedRuns.length === 0 ? undefined : sustainedFigure(pacedRuns);
     await new Promise((r) => setTimeout(r, 1000));
-    const verifiedFull = 1 + small.cold.length + large.cold.length + memKeys.length;
+    const verifiedFull = 1 + small.cold.length + large.cold.length + memKeys.length + pacedKeys.length;
     const fullRss = rssKb(big.child.pid);
     await stopK(big.child);
     h.log(`scale: memory: CACHE_MAX_ENTRIES=${BOUND}, verifying the same ${verifiedFull} keys`);
     const bounded = await start({ CACHE_MAX_ENTRIES: String(BOUND), CACHE_TTL_MS: "3600000" }, 0);
     const idleRss = rssKb(bounded.child.pid);
     // The same keys the full instance verified: the hot one, the cold sample, the rest.
-    const boundedKeys = [seededKey(seed, 0), ...small.cold, ...large.cold, ...memKeys];
+    const boundedKeys = [seededKey(seed, 0), ...small.cold, ...large.cold, ...memKeys, ...pacedKeys];
     const boundedRun = await coldLoad(bounded.base + verifyPath, auth, boundedKeys, 50);
     await new Promise((r) => setTimeout(r, 1000));
     const boundedRss = rssKb(bounded.child.pid);
@@ -274,7 +294,8 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
     const cpu = (x: Figure) =>
       x.cpuUsPerReq === undefined
         ? ""
-        : `; CPU a verification: keyhold ${x.cpuUsPerReq.toFixed(0)} µs${x.storeCpuUsPerReq === undefined ? "" : `, stores ${x.storeCpuUsPerReq.toFixed(0)} µs`}`;
+        : `; CPU a verification: keyhold ${x.cpuUsPerReq.toFixed(0)} µs${x.storeCpuUsPerReq === undefined ? "" : `, stores ${x.storeCpuUsPerReq.toFixed(0)} µs`}` +
+          (x.waitUsPerReq === undefined ? "" : `; keyhold waited for a CPU ${x.waitUsPerReq.toFixed(0)} µs`);
     const lines = [
       "",
       `scale (fresh database, ${os.cpus().length} CPUs):`,
@@ -291,6 +312,13 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
               ` (req/s ${sustainedRuns.map((x) => x.rps.toFixed(0)).join(" / ")}; p99 ${sustainedRuns.map((x) => x.p99).join(" / ")} ms; valid ${sustained.median.valid} of ${memKeys.length}${cpu(sustained.median)})` +
               `  target ≥5,000/s, p99 < 20 ms ${sustained.median.rps >= 5_000 && sustained.median.p99 < 20 ? "met" : "MISSED"}`,
           ]),
+      ...(paced === undefined
+        ? []
+        : [
+            `  miss ${String(LARGE).padStart(8)} keys ${f(paced.median)}   paced at ${PACED_RATE}/s: median of ${pacedRuns.length} runs of ${PACED_KEYS} cold keys` +
+              ` (p99 ${pacedRuns.map((x) => x.p99).join(" / ")} ms, from when each request was due; the generator late by ${pacedRuns.map((x) => x.sendLagP99).join(" / ")} ms at its p99${cpu(paced.median)})` +
+              `  p99 < 20 ms at ${PACED_RATE}/s ${paced.median.p99 < 20 ? "met" : "MISSED"}`,
+          ]),
       `  seeding     ${Math.round(smallRate)} keys/s (${SMALL}), ${Math.round(largeRate)} keys/s (up to ${LARGE})`,
       `  memory      ${inDb} keys in the database: RSS ${mb(fullRss).toFixed(0)} MB with ${verifiedFull} keys verified and cached;` +
         ` CACHE_MAX_ENTRIES=${BOUND}: RSS ${mb(boundedRss).toFixed(0)} MB after verifying ${boundedKeys.length} keys (${boundedRun.valid} valid; ${mb(idleRss).toFixed(0)} MB at start)`,
@@ -304,6 +332,7 @@ export async function runScale(h: Helpers): Promise<{ scale: Record<string, unkn
         instances,
         growth,
         sustained: { ...sustained, runs: sustainedRuns },
+        paced: { rate: PACED_RATE, ...paced, runs: pacedRuns },
         memory,
       },
       lines,
@@ -327,12 +356,13 @@ function sustainedFigure(runs: Figure[]): { median: Figure } {
       requests: runs.reduce((a, r) => a + (r.requests ?? 0), 0),
       ...medianOf(runs, "cpuUsPerReq"),
       ...medianOf(runs, "storeCpuUsPerReq"),
+      ...medianOf(runs, "waitUsPerReq"),
     },
   };
 }
 
 /** { [field]: the median of the runs' values } when every run has the field, else {}. */
-function medianOf(runs: Figure[], field: "cpuUsPerReq" | "storeCpuUsPerReq"): Partial<Figure> {
+function medianOf(runs: Figure[], field: "cpuUsPerReq" | "storeCpuUsPerReq" | "waitUsPerReq"): Partial<Figure> {
   const values = runs.map((r) => r[field]);
   return values.every((v): v is number => v !== undefined) ? { [field]: median(values) } : {};
 }
