@@ -5,7 +5,7 @@ import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { cpuMicros } from "./proc-cpu.js";
+import { cpuMicros, runQueueWaitMicros } from "./proc-cpu.js";
 import { log, pinned, root } from "./support.js";
 
 /** One measured window: what the load generator saw and what the server spent. */
@@ -25,6 +25,12 @@ export interface Figure {
    * counters cost them, on the other core, beside the load generator.
    */
   storeCpuUsPerReq?: number;
+  /**
+   * How long the server's threads waited, runnable, for a CPU over the window,
+   * divided by `requests`, µs (proc-cpu.ts): its core taken by another process
+   * (the database, Redis, the load generator's helpers) rather than by its own work.
+   */
+  waitUsPerReq?: number;
 }
 
 type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq">;
@@ -33,12 +39,14 @@ type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq">;
 export function measured(serverPid: number, load: () => Load, storePids: readonly number[] = []): Figure {
   const storeCpu = () => storePids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
   const before = cpuMicros(serverPid);
+  const waitBefore = runQueueWaitMicros(serverPid);
   const storeBefore = storeCpu();
   const f = load();
   const spent = cpuMicros(serverPid) - before;
+  const waited = runQueueWaitMicros(serverPid) - waitBefore;
   const storeSpent = storeCpu() - storeBefore;
   const perReq = (us: number) => (f.requests > 0 ? us / f.requests : Number.NaN);
-  return { ...f, cpuUsPerReq: perReq(spent), ...(storePids.length > 0 ? { storeCpuUsPerReq: perReq(storeSpent) } : {}) };
+  return { ...f, cpuUsPerReq: perReq(spent), waitUsPerReq: perReq(waited), ...(storePids.length > 0 ? { storeCpuUsPerReq: perReq(storeSpent) } : {}) };
 }
 
 /**

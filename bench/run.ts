@@ -363,6 +363,7 @@ async function main() {
     // The server's share of its core over the window: below ~95%, it waited for requests (the load generator, sharing
     // its core with the stores, did not keep up) and its req/s says less about its own cost than its CPU per request.
     const busy = (m: Measurement) => (m.cpuUsPerReq * m.rps) / 1e6;
+    const waitUs = (ms: Measurement[]) => median(ms.map((m) => m.waitUsPerReq ?? Number.NaN));
     const storeCol = (x: unknown) => (storePids.length > 0 ? (typeof x === "number" ? x.toFixed(1) : "").padStart(9) : "");
     const pick = (name: string) => rounds.filter((m) => m.name === name);
     const used = (["A", "B"] as const).filter((b) => scenarios.some((x) => x.baseline === b));
@@ -373,6 +374,7 @@ async function main() {
         rps: median(ms.map((m) => m.rps)),
         cpuUsPerReq: median(ms.map((m) => m.cpuUsPerReq)),
         serverBusy: median(ms.map(busy)),
+        waitUsPerReq: waitUs(ms),
         ...storeCpu(ms),
         p99: median(ms.map((m) => m.p99)),
         measurements: ms.length,
@@ -397,6 +399,7 @@ async function main() {
         baselineCpuUsPerReq: median(ms.map((m) => m.baselineCpuUsPerReq as number)),
         cpuRatio,
         serverBusy: median(ms.map(busy)),
+        waitUsPerReq: waitUs(ms),
         ...storeCpu(ms),
         p99: median(ms.map((m) => m.p99)),
         errors: ms.reduce((n, m) => n + m.errors + m.non2xx, 0),
@@ -425,12 +428,20 @@ async function main() {
     console.log("");
     console.log(`medians of ${ROUNDS} rounds; each ratio is to the mean of its baseline measured just before and just after it`);
     console.log(
-      `${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"busy".padStart(6)}${storePids.length > 0 ? "store µs".padStart(9) : ""}${"p99 ms".padStart(8)}  target`,
+      `${"scenario".padEnd(17)}${"req/s".padStart(9)}${"ratio".padStart(7)}   ${"(rounds)".padEnd(16)}${"µs/req".padStart(8)}${"base µs".padStart(9)}${"CPU ×".padStart(7)}${"busy".padStart(6)}${"wait µs".padStart(8)}${storePids.length > 0 ? "store µs".padStart(9) : ""}${"p99 ms".padStart(8)}  target`,
     );
     for (const b of used) {
-      const s = summary[`baseline${b}`] as { rps: number; cpuUsPerReq: number; serverBusy: number; storeCpuUsPerReq?: number; p99: number; what: string };
+      const s = summary[`baseline${b}`] as {
+        rps: number;
+        cpuUsPerReq: number;
+        serverBusy: number;
+        waitUsPerReq: number;
+        storeCpuUsPerReq?: number;
+        p99: number;
+        what: string;
+      };
       console.log(
-        `${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${pct(s.serverBusy).padStart(6)}${storeCol(s.storeCpuUsPerReq)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`,
+        `${`baseline${b}`.padEnd(17)}${n0(s.rps).padStart(9)}${"".padStart(7)}   ${"".padEnd(16)}${s.cpuUsPerReq.toFixed(1).padStart(8)}${"".padStart(9)}${"".padStart(7)}${pct(s.serverBusy).padStart(6)}${s.waitUsPerReq.toFixed(1).padStart(8)}${storeCol(s.storeCpuUsPerReq)}${(Math.round(s.p99 * 10) / 10).toString().padStart(8)}  ${s.what}`,
       );
     }
     for (const s of scenarios) {
@@ -442,6 +453,7 @@ async function main() {
         baselineCpuUsPerReq: number;
         cpuRatio: number;
         serverBusy: number;
+        waitUsPerReq: number;
         storeCpuUsPerReq?: number;
         p99: number;
         errors: number;
@@ -455,7 +467,7 @@ async function main() {
         .filter(Boolean)
         .join(", ");
       console.log(
-        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${pct(r.serverBusy).padStart(6)}${storeCol(r.storeCpuUsPerReq)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${s.reference ? "reference, not keyhold" : `${want} ${r.met ? "met" : "MISSED"}`}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
+        `${s.name.padEnd(17)}${n0(r.rps).padStart(9)}${pct(r.ratio).padStart(7)}   ${r.ratios.map(pct).join(" ").padEnd(16)}${r.cpuUsPerReq.toFixed(1).padStart(8)}${r.baselineCpuUsPerReq.toFixed(1).padStart(9)}${r.cpuRatio.toFixed(2).padStart(7)}${pct(r.serverBusy).padStart(6)}${r.waitUsPerReq.toFixed(1).padStart(8)}${storeCol(r.storeCpuUsPerReq)}${(Math.round(r.p99 * 10) / 10).toString().padStart(8)}  ${s.reference ? "reference, not keyhold" : `${want} ${r.met ? "met" : "MISSED"}`}${r.errors ? `  (errors/non-2xx ${r.errors})` : ""}`,
       );
     }
     for (const [where, e] of Object.entries(exactness)) {
