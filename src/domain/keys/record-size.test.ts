@@ -74,7 +74,23 @@ function record(shape: Shape, i: number): KeyRecord {
 }
 
 describe("keyRecordSize", () => {
-  it.each(SHAPES)("is within 0.85-1.4 times the heap a cached key takes: %s", (shape) => {
+  /**
+   * The heap 20,000 records of `shape` take, a key, once cached, and what
+   * keyRecordSize made of them. Other files of this worker end their work
+   * asynchronously (pools closing, timers running out), and what they free
+   * during the reading comes off it: a CI run read -1,662 bytes a key (the heap
+   * 33 MB smaller after caching 20,000 keys than before, settledHeap
+   * notwithstanding). A reading below nothing cannot be the records', and is
+   * taken again, at most twice more; any other is the one asserted.
+   */
+  function measure(shape: Shape): { estimate: number; heap: number } {
+    for (let attempt = 1; ; attempt++) {
+      const m = measureOnce(shape);
+      if (m.heap > 0 || attempt === 3) return m;
+    }
+  }
+
+  function measureOnce(shape: Shape): { estimate: number; heap: number } {
     const N = 20_000;
     // Made before the first reading: the cache's own arrays (sized by its entry bound) and the shared ids.
     const cache = new RecordCache<KeyRecord>({ maxEntries: N, maxBytes: Number.MAX_SAFE_INTEGER, ttlMs: 3_600_000, negativeTtlMs: 2_000 }, keyRecordSize);
@@ -93,8 +109,13 @@ describe("keyRecordSize", () => {
     const heap = (settledHeap() - before) / N;
     // The cache is used after the reading, so that it is not collected before it.
     expect(cache.size).toBe(N);
-    const ratio = estimate / N / heap;
-    expect(ratio, `estimate ${Math.round(estimate / N)} bytes a key, heap ${Math.round(heap)}`).toBeGreaterThanOrEqual(0.85);
-    expect(ratio, `estimate ${Math.round(estimate / N)} bytes a key, heap ${Math.round(heap)}`).toBeLessThanOrEqual(1.4);
+    return { estimate: estimate / N, heap };
+  }
+
+  it.each(SHAPES)("is within 0.85-1.4 times the heap a cached key takes: %s", (shape) => {
+    const { estimate, heap } = measure(shape);
+    const ratio = estimate / heap;
+    expect(ratio, `estimate ${Math.round(estimate)} bytes a key, heap ${Math.round(heap)}`).toBeGreaterThanOrEqual(0.85);
+    expect(ratio, `estimate ${Math.round(estimate)} bytes a key, heap ${Math.round(heap)}`).toBeLessThanOrEqual(1.4);
   });
 });
