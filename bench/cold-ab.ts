@@ -10,8 +10,8 @@
 // of COLD_AB_RUN_KEYS (50,000) keys never verified before, from cold-load.js on
 // CPU 1 after its warm-up. Beside req/s, p50 and p99 (the generator's), each
 // run prints keyhold's CPU and the database's a verification (from /proc), how
-// long keyhold's threads waited for a CPU while runnable (the database's threads
-// on its core: /proc/<pid>/task/*/schedstat), and
+// long keyhold's main thread waited for a CPU while runnable (the database's
+// threads on its core: /proc/<pid>/task/<pid>/schedstat), and
 // what keyhold's own /metrics saw over its timed part (scraped by cold-load.js
 // just before and after it): how late its event loop was (p99 and max; from
 // prom-client's monitor, reset by each scrape, less the monitor's 10 ms
@@ -70,7 +70,7 @@ interface Run {
   p99: number;
   cpuUs: number;
   dbUs: number;
-  /** How long keyhold's threads waited, runnable, for a CPU, µs a verification (another process on its core). */
+  /** How long keyhold's main thread waited, runnable, for a CPU, µs a verification (another process on its core). */
   waitUs: number;
   /** How late the event loop was at its p99 over the run, ms (the monitor's interval taken off). */
   lateP99Ms: number;
@@ -225,7 +225,7 @@ try {
     );
   });
   process.stdout.write(
-    "medians of every run of each build; CPU and DB µs a cold verification; wait = keyhold's threads runnable but waiting for a CPU, µs a verification; late = how late keyhold's event loop was (ms, the monitor's 10 ms interval taken off)\n",
+    "medians of every run of each build; CPU and DB µs a cold verification; wait = keyhold's main thread runnable but waiting for a CPU, µs a verification; late = how late keyhold's event loop was (ms, the monitor's 10 ms interval taken off)\n",
   );
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

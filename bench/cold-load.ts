@@ -12,7 +12,7 @@
 // COLD_LOAD_PIDS=<server>[,<store>...]: the CPU those processes spend over the
 // timed part only (the warm-up left out) is printed too, a request:
 // cpuUsPerReq for the first, storeCpuUsPerReq for the rest together; and
-// waitUsPerReq, how long the first's threads waited, runnable, for a CPU
+// waitUsPerReq, how long the first's main thread waited, runnable, for a CPU
 // (proc-cpu.ts).
 // COLD_LOAD_METRICS=<url> and COLD_LOAD_METRICS_OUT=<prefix>: the server's
 // /metrics text fetched just before the timed part and just after it, written

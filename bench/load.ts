@@ -26,7 +26,7 @@ export interface Figure {
    */
   storeCpuUsPerReq?: number;
   /**
-   * How long the server's threads waited, runnable, for a CPU over the window,
+   * How long the server's main thread waited, runnable, for a CPU over the window,
    * divided by `requests`, µs (proc-cpu.ts): its core taken by another process
    * (the database, Redis, the load generator's helpers) rather than by its own work.
    */

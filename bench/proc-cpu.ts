@@ -20,28 +20,21 @@ export function cpuMicros(pid: number): number {
 }
 
 /**
- * How long a process's threads have waited, runnable, for a CPU, in µs: the
- * second field of each /proc/<pid>/task/<tid>/schedstat (ns), summed over the
- * threads alive now (one that has exited takes its share with it). On these
- * 2-core machines keyhold is pinned to CPU 0 and the database is not: when the
- * database's threads run on CPU 0, keyhold waits, and its requests with it
- * (bench/README.md, "The miss path's p99 at a paced load"). 0 where /proc
- * has no schedstat (a kernel built without CONFIG_SCHED_INFO).
+ * How long a process's main thread (the event loop's, whose thread id is the
+ * pid) has waited, runnable, for a CPU, in µs: the second field of
+ * /proc/<pid>/task/<pid>/schedstat (ns). Only that thread: Node's other threads
+ * (the GC's helpers, libuv's pool) pinned to the same core queue behind it, and
+ * summed with it they would count its own work as waiting. On these 2-core
+ * machines keyhold is pinned to CPU 0 and the database is not: when the
+ * database's threads run on CPU 0, the event loop waits, and its requests with
+ * it (bench/README.md, "The miss path's p99 at a paced load"). 0 for a process
+ * that is gone, or where /proc has no schedstat (a kernel built without
+ * CONFIG_SCHED_INFO).
  */
 export function runQueueWaitMicros(pid: number): number {
-  let ns = 0;
-  let tasks: string[];
   try {
-    tasks = fs.readdirSync(`/proc/${pid}/task`);
+    return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1] ?? 0) / 1000;
   } catch {
     return 0;
   }
-  for (const tid of tasks) {
-    try {
-      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[1] ?? 0);
-    } catch {
-      // The thread exited between the listing and the read.
-    }
-  }
-  return ns / 1000;
 }

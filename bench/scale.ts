@@ -29,7 +29,7 @@ export interface Figure {
   /** Of the miss path: keyhold's CPU a verification over the timed part (µs), and the database's and Redis's together when they run here. */
   cpuUsPerReq?: number;
   storeCpuUsPerReq?: number;
-  /** Of the miss path: how long keyhold's threads waited, runnable, for a CPU, µs a verification (bench/proc-cpu.ts). */
+  /** Of the miss path: how long keyhold's main thread waited, runnable, for a CPU, µs a verification (bench/proc-cpu.ts). */
   waitUsPerReq?: number;
   /** Paced runs (cold-load.ts, COLD_LOAD_RATE): the rate offered, and how late the generator sent at its p99 (ms). */
   rate?: number;

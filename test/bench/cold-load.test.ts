@@ -107,7 +107,7 @@ describe("bench: cold-load.js paced and closed-loop", () => {
 });
 
 describe("bench: runQueueWaitMicros", () => {
-  it.runIf(hasTaskset)("reads the time a process's threads waited for a CPU they shared", async () => {
+  it.runIf(hasTaskset)("reads the time a process's main thread waited for a CPU it shared", async () => {
     // Two processes busy for 600 ms each on the same CPU: each waits for the other about half the time.
     const busy = "const end = Date.now() + 600; while (Date.now() < end); setInterval(() => {}, 1000);";
     const cpu = String(os.cpus().length - 1);
