@@ -28,12 +28,12 @@ export interface Figure {
   /**
    * How long the server's main thread waited, runnable, for a CPU over the window,
    * divided by `requests`, µs (proc-cpu.ts): its core taken by another process
-   * (the database, Redis, the load generator's helpers) rather than by its own work.
+   * (the database, Redis) or by the server's own helper threads, not its event loop's work.
    */
   waitUsPerReq?: number;
 }
 
-type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq">;
+type Load = Omit<Figure, "cpuUsPerReq" | "storeCpuUsPerReq" | "waitUsPerReq">;
 
 /** Runs `load` while reading the CPU time of the server, and of the stores' processes (`storePids`), before and after it. */
 export function measured(serverPid: number, load: () => Load, storePids: readonly number[] = []): Figure {
