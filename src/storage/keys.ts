@@ -1,11 +1,14 @@
+import type { ResultSetHeader } from "mysql2/promise";
 import { type IdentityRecord, type KeyDetails, NONE, type RatelimitConfig } from "../core/records.js";
 import {
+  commitInOneTrip,
   exec,
   groupBy,
   num,
   one,
   optNum,
   optStr,
+  type Pool,
   placeholders,
   preparedRows,
   type Queryable,
@@ -410,6 +413,42 @@ export async function spendCredits(db: Queryable, keyId: string, cost: number): 
   if (r.affectedRows === 1) return { ok: true, remaining: Number(r.insertId) };
   const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
   return { ok: false, remaining: optNum(cur?.remaining_requests) };
+}
+
+/** What the same UPDATE spends of each key's balance in a batch of keys (spendCreditsOfKeys). */
+export interface KeySpend {
+  keyId: string;
+  cost: number;
+}
+
+/**
+ * spendCredits for several keys in one transaction and one round trip: each
+ * key's conditional UPDATE, in key id order (so two instances' batches take
+ * the rows' locks in the same order and never wait for each other in a
+ * circle), then one COMMIT. Resolves to each key's balance after its spend,
+ * in the order given, or undefined where the balance did not cover the cost
+ * (or the key has none): nothing was spent of that key, and the caller
+ * decides it on its own. A deadlock or certification conflict rolls the whole
+ * batch back and it is sent again (commitInOneTrip).
+ */
+export async function spendCreditsOfKeys(pool: Pool, spends: readonly KeySpend[]): Promise<Array<number | undefined>> {
+  const order = spends.map((_, i) => i).sort((a, b) => ((spends[a] as KeySpend).keyId < (spends[b] as KeySpend).keyId ? -1 : 1));
+  const answers = await commitInOneTrip(
+    pool,
+    order.map((i) => {
+      const { keyId, cost } = spends[i] as KeySpend;
+      return {
+        sql: "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?",
+        params: [cost, keyId, cost],
+      };
+    }),
+  );
+  const balances = new Array<number | undefined>(spends.length);
+  order.forEach((i, at) => {
+    const r = answers[at] as ResultSetHeader;
+    balances[i] = r.affectedRows === 1 ? Number(r.insertId) : undefined;
+  });
+  return balances;
 }
 
 /** Current balance (for cost 0 checks). */

@@ -1,0 +1,142 @@
+// Credit spends of different keys that gather in one event-loop turn go to the
+// database as one transaction of their conditional UPDATEs, in one round trip
+// (CreditSpender, spendCreditsOfKeys). Each key's balance stays exact: what the
+// batch could not cover is decided key by key, as before.
+import { describe, expect, it } from "vitest";
+import { CreditSpender } from "../../src/domain/keys/credits.js";
+import { readCredits, spendCreditsOfKeys } from "../../src/storage/keys.js";
+import type { Pool } from "../../src/storage/sql.js";
+import { api, key } from "../fixtures.js";
+import { useHarness } from "../harness.js";
+
+/** The pool, noting the text of every query and execute sent through it or its connections. */
+function noting(pool: Pool): { pool: Pool; sent: string[] } {
+  const sent: string[] = [];
+  const note =
+    (fn: (...a: unknown[]) => unknown) =>
+    (sql: unknown, ...rest: unknown[]) => {
+      sent.push(typeof sql === "string" ? sql : String((sql as { sql?: unknown }).sql));
+      return fn(sql, ...rest);
+    };
+  const wrap = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(t, prop, receiver) {
+        const v = Reflect.get(t, prop, receiver) as (...a: unknown[]) => unknown;
+        if (prop === "query" || prop === "execute") return note(v.bind(t));
+        if (prop === "getConnection") return async () => wrap((await v.call(t)) as object);
+        return v;
+      },
+    });
+  return { pool: wrap(pool), sent };
+}
+
+const deadlock = () =>
+  Object.assign(new Error("Deadlock found when trying to get lock; try restarting transaction"), { code: "ER_LOCK_DEADLOCK", errno: 1213 });
+
+describe("credit spends of many keys, batched", () => {
+  const h = useHarness();
+
+  async function keysWithCredits(n: number, remaining: number): Promise<string[]> {
+    const rk = await h.rootKey(["*"]);
+    const apiId = await api(h, rk);
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await key(h, rk, apiId, { credits: { remaining } })).keyId);
+    return ids;
+  }
+
+  it("spends of ten keys in one turn are one transaction in one round trip, each key's balance reported", async () => {
+    const ids = await keysWithCredits(10, 5);
+    const { pool, sent } = noting(h.db.pool);
+    const spender = new CreditSpender(pool);
+    const results = await Promise.all(ids.map((id, i) => spender.spend(id, (i % 3) + 1)));
+    expect(results).toEqual(ids.map((_, i) => ({ ok: true, remaining: 5 - ((i % 3) + 1) })));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^START TRANSACTION;/);
+    expect((sent[0] as string).match(/UPDATE `keys` SET remaining_requests/g)).toHaveLength(10);
+    for (const [i, id] of ids.entries()) expect(await readCredits(h.db.pool, id)).toBe(5 - ((i % 3) + 1));
+  });
+
+  it("many spends of many keys at once: never overspent, every refusal reports the balance, the database agrees", async () => {
+    const ids = await keysWithCredits(20, 10);
+    const spender = new CreditSpender(h.db.pool);
+    // 15 spends a key, interleaved over the keys, in several turns.
+    const spends: Array<Promise<{ id: string; ok: boolean; remaining: number | undefined }>> = [];
+    for (let round = 0; round < 15; round++) {
+      for (const id of ids) spends.push(spender.spend(id, 1).then((r) => ({ id, ...r })));
+      if (round % 4 === 3) await new Promise((r) => setImmediate(r));
+    }
+    const results = await Promise.all(spends);
+    for (const id of ids) {
+      const mine = results.filter((r) => r.id === id);
+      const ok = mine.filter((r) => r.ok);
+      expect(ok).toHaveLength(10);
+      // Each granted spend saw its own balance after it: 9 down to 0, each once.
+      expect(ok.map((r) => r.remaining).sort((a, b) => (a as number) - (b as number))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(mine.filter((r) => !r.ok).every((r) => r.remaining === 0)).toBe(true);
+      expect(await readCredits(h.db.pool, id)).toBe(0);
+    }
+  });
+
+  it("in one batch, a key short of credits and a key become unlimited are decided on their own; the others are spent", async () => {
+    const [rich, poor, unlimited] = await keysWithCredits(3, 4);
+    await h.db.pool.query("UPDATE `keys` SET remaining_requests = 1 WHERE id = ?", [poor]);
+    await h.db.pool.query("UPDATE `keys` SET remaining_requests = NULL WHERE id = ?", [unlimited]);
+    const spender = new CreditSpender(h.db.pool);
+    const [a, b, c, d] = await Promise.all([
+      spender.spend(rich as string, 3),
+      spender.spend(poor as string, 1),
+      spender.spend(poor as string, 1),
+      spender.spend(unlimited as string, 2),
+    ]);
+    expect(a).toEqual({ ok: true, remaining: 1 });
+    // The poor key's group of two did not fit: one by one, the first gets the last credit.
+    expect([b, c]).toEqual([
+      { ok: true, remaining: 0 },
+      { ok: false, remaining: 0 },
+    ]);
+    expect(d).toEqual({ ok: true, remaining: undefined });
+    expect(await readCredits(h.db.pool, rich as string)).toBe(1);
+    expect(await readCredits(h.db.pool, poor as string)).toBe(0);
+    expect(await readCredits(h.db.pool, unlimited as string)).toBeUndefined();
+  });
+
+  it("a batch rolled back as a deadlock (a certification conflict) is sent again and spent once", async () => {
+    const ids = await keysWithCredits(3, 10);
+    let conflicts = 0;
+    const conflicting = new Proxy(h.db.pool, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (prop !== "getConnection") return v;
+        return async () => {
+          const conn = await v.call(target);
+          return new Proxy(conn, {
+            get(c, p, r) {
+              const f = Reflect.get(c, p, r);
+              if (p !== "query") return typeof f === "function" ? f.bind(c) : f;
+              return async (sql: unknown, ...rest: unknown[]) => {
+                if (conflicts < 2 && typeof sql === "string" && sql.startsWith("START TRANSACTION")) {
+                  // As Galera reports it: the whole transaction ran, then was rolled back at its commit.
+                  conflicts++;
+                  await c.query(sql.replace(/COMMIT$/, "ROLLBACK"), ...rest);
+                  throw deadlock();
+                }
+                return f.call(c, sql, ...rest);
+              };
+            },
+          });
+        };
+      },
+    }) as Pool;
+    expect(
+      await spendCreditsOfKeys(conflicting, [
+        { keyId: ids[2] as string, cost: 3 },
+        { keyId: ids[0] as string, cost: 1 },
+        { keyId: ids[1] as string, cost: 20 },
+      ]),
+    ).toEqual([7, 9, undefined]);
+    expect(conflicts).toBe(2);
+    expect(await readCredits(h.db.pool, ids[0] as string)).toBe(9);
+    expect(await readCredits(h.db.pool, ids[1] as string)).toBe(10);
+    expect(await readCredits(h.db.pool, ids[2] as string)).toBe(7);
+  });
+});
