@@ -12,7 +12,8 @@
 // seconds apart, round by round, they do not drift apart.
 //
 // BENCH_AB_SCENARIO picks the request: verifyJson (a hot key without limits,
-// the default), verifyLimit, verifyCredits, ratelimitLimit, createKey (a plain
+// the default), verifyLimit, verifyCredits, verifyCreditsMany (every request the
+// next of 1,000 keys with credits), ratelimitLimit, createKey (a plain
 // key, one of the API's prefix) or verifyGrpc (verifyJson's key over gRPC,
 // loaded with h2load). The builds share the database, so their
 // migrations must agree. BENCH_AB_REDIS_URL (say redis://127.0.0.1:6379) runs
@@ -58,7 +59,7 @@ import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { VerifyKeyRequestSchema } from "../gen/keyhold/v2/keys_service_pb.js";
 import { autocannon, autocannonAsync, ensureH2load, type Figure, h2load, h2loadAsync, measured, measuredAsync } from "./load.js";
-import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, median, post, root, startKeyhold, stop } from "./support.js";
+import { createRootKey, freshDatabase, localDatabasePid, localRedisPid, log, manyKeysFile, median, post, root, startKeyhold, stop } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -93,7 +94,7 @@ function mainThreadInstructions(dir: string, pid: number): { file: string; instr
   if (totals === null) throw new Error(`no totals in ${last[0]}`);
   return { file: path.join(dir, last[0]), instructions: Number(totals[1]) };
 }
-const SCENARIOS = ["verifyJson", "verifyLimit", "verifyIdentity", "verifyCredits", "ratelimitLimit", "createKey", "verifyGrpc"];
+const SCENARIOS = ["verifyJson", "verifyLimit", "verifyIdentity", "verifyCredits", "verifyCreditsMany", "ratelimitLimit", "createKey", "verifyGrpc"];
 
 /**
  * Whether a build counts its rate limits in Redis now: one that cannot reach it
@@ -195,19 +196,27 @@ async function main() {
                     ? { ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }
                     : SCENARIO === "verifyIdentity"
                       ? { externalId: "bench_user" }
-                      : SCENARIO === "verifyCredits"
+                      : SCENARIO === "verifyCredits" || SCENARIO === "verifyCreditsMany"
                         ? { credits: { remaining: BIG } }
                         : {},
                 ),
               },
             ];
+    // verifyCreditsMany: every request the next of MANY_KEYS keys with credits (bench/many-bodies.ts).
+    const bodiesFile = SCENARIO === "verifyCreditsMany" ? await manyKeysFile(() => keyOf({ credits: { remaining: BIG } })) : undefined;
     const storePids = [await localDatabasePid(DATABASE_URL), REDIS_URL === "" ? undefined : await localRedisPid(REDIS_URL)].filter(
       (p): p is number => p !== undefined,
     );
     // gRPC: h2load counts HTTP statuses only, so the key is checked to verify once first.
     const grpcMessage = SCENARIO === "verifyGrpc" ? toBinary(VerifyKeyRequestSchema, create(VerifyKeyRequestSchema, { key: body.key as string })) : undefined;
     if (grpcMessage !== undefined && (await post(first.base, "keys.verifyKey", body, rk)).valid !== true) throw new Error("the key does not verify");
-    const http = (b: (typeof builds)[number]) => ({ url: `${b.base}/v2/${op}`, body: JSON.stringify(body), auth: `Bearer ${rk}`, connections: CONNECTIONS });
+    const http = (b: (typeof builds)[number]) => ({
+      url: `${b.base}/v2/${op}`,
+      body: JSON.stringify(body),
+      ...(bodiesFile === undefined ? {} : { bodiesFile }),
+      auth: `Bearer ${rk}`,
+      connections: CONNECTIONS,
+    });
     const grpc = (b: (typeof builds)[number], message: Uint8Array) => ({
       port: b.grpcPort,
       path: "/keyhold.v2.KeysService/VerifyKey",

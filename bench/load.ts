@@ -64,12 +64,24 @@ export async function measuredAsync(serverPid: number, load: () => Promise<Load>
 export interface HttpLoad {
   url: string;
   body: string;
+  /** A file of bodies (a JSON array of strings) to go through instead of `body` alone (many-bodies.ts). */
+  bodiesFile?: string;
   auth?: string;
   connections: number;
 }
 
 /** autocannon's command line: `seconds` of load, or exactly `amount` requests when given. */
 function autocannonArgs(l: HttpLoad, seconds: number, amount?: number): string[] {
+  if (l.bodiesFile !== undefined)
+    return [
+      path.join(root, "dist", "bench", "many-bodies.js"),
+      l.url,
+      String(l.connections),
+      String(seconds),
+      amount === undefined ? "-" : String(amount),
+      l.auth ?? "",
+      l.bodiesFile,
+    ];
   const span = amount === undefined ? ["-d", String(seconds)] : ["-a", String(amount)];
   const args = [
     path.join(root, "node_modules", "autocannon", "autocannon.js"),

@@ -29,6 +29,7 @@ import { autocannon, ensureH2load, type Figure, h2load, measured } from "./load.
 import { formatSummary, summarizeProfile } from "./profile.js";
 import { runScale } from "./scale.js";
 import {
+  bodiesFile,
   createRootKey,
   freshDatabase,
   hasTaskset,
@@ -36,6 +37,7 @@ import {
   localDatabasePid,
   localRedisPid,
   log,
+  manyKeysFile,
   median,
   pinned,
   post,
@@ -150,6 +152,10 @@ async function main() {
     const limited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "requests", limit: BIG, duration: 60_000 }] }, rk))
       .key as string;
     const credited = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: BIG } }, rk)).key as string;
+    // verifyCreditsMany: every request the next of 1,000 keys with credits (bench/many-bodies.ts).
+    const creditedMany = await manyKeysFile(
+      async () => (await post(k.base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: BIG } }, rk)).key as string,
+    );
     await post(k.base, "identities.createIdentity", { externalId: "bench_user", ratelimits: [{ name: "shared", limit: BIG, duration: 60_000 }] }, rk);
     const linked = (await post(k.base, "keys.createKey", { apiId, prefix: "bench", externalId: "bench_user" }, rk)).key as string;
     const limitBody = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: BIG, duration: 60_000 });
@@ -208,6 +214,14 @@ async function main() {
         baseline: "A",
         server: kServer,
         load: json(() => k.base, "keys.verifyKey", JSON.stringify({ key: credited })),
+        target: { ratio: 0.6 },
+      },
+      {
+        name: "verifyCreditsMany",
+        what: "verifyKey, JSON, credits of 1,000 keys, every request the next key (exact)",
+        baseline: "A",
+        server: kServer,
+        load: (seconds) => autocannon({ url: `${k.base}/v2/keys.verifyKey`, body: "", bodiesFile: creditedMany, auth, connections: CONNECTIONS }, seconds),
         target: { ratio: 0.6 },
       },
       {
@@ -304,12 +318,21 @@ async function main() {
       const c = await post(base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk);
       const fixed = autocannon({ url: `${base}/v2/keys.verifyKey`, body: JSON.stringify({ key: c.key }), auth, connections: CONNECTIONS }, 0, 20_000);
       const spent = INITIAL - ((await post(base, "keys.getKey", { keyId: c.keyId }, rk)).credits as { remaining: number }).remaining;
+      // The same spread over 50 keys, every request the next key: what all of them lost is what was answered.
+      const many: Array<{ keyId: string; key: string }> = [];
+      for (let i = 0; i < 50; i++)
+        many.push((await post(base, "keys.createKey", { apiId, prefix: "bench", credits: { remaining: INITIAL } }, rk)) as { keyId: string; key: string });
+      const manyFile = bodiesFile(many.map((m) => m.key));
+      const spread = autocannon({ url: `${base}/v2/keys.verifyKey`, body: "", bodiesFile: manyFile, auth, connections: CONNECTIONS }, 0, 20_000);
+      let spentMany = 0;
+      for (const m of many) spentMany += INITIAL - ((await post(base, "keys.getKey", { keyId: m.keyId }, rk)).credits as { remaining: number }).remaining;
       const LIMIT = 1_000;
       const l = (await post(base, "keys.createKey", { apiId, prefix: "bench", ratelimits: [{ name: "exact", limit: LIMIT, duration: 3_600_000 }] }, rk))
         .key as string;
       const counted = await countValid(base, l, 5_000);
       return {
         credits: { requests: 20_000, answered: fixed.ok, spent, exact: spent === fixed.ok && fixed.ok === 20_000 },
+        creditsMany: { keys: many.length, requests: 20_000, answered: spread.ok, spent: spentMany, exact: spentMany === spread.ok && spread.ok === 20_000 },
         ratelimit: {
           limit: LIMIT,
           requests: 5_000,
@@ -472,7 +495,7 @@ async function main() {
     }
     for (const [where, e] of Object.entries(exactness)) {
       console.log(
-        `exactness (${where}): credits ${e.credits.spent} spent for ${e.credits.answered} answered: ${e.credits.exact ? "exact" : "NOT EXACT"}; rate limit ${e.ratelimit.limit}: ${e.ratelimit.valid} valid, ${e.ratelimit.limited} limited of ${e.ratelimit.requests}: ${e.ratelimit.exact ? "exact" : "NOT EXACT"}`,
+        `exactness (${where}): credits ${e.credits.spent} spent for ${e.credits.answered} answered: ${e.credits.exact ? "exact" : "NOT EXACT"}; over ${e.creditsMany.keys} keys ${e.creditsMany.spent} spent for ${e.creditsMany.answered} answered: ${e.creditsMany.exact ? "exact" : "NOT EXACT"}; rate limit ${e.ratelimit.limit}: ${e.ratelimit.valid} valid, ${e.ratelimit.limited} limited of ${e.ratelimit.requests}: ${e.ratelimit.exact ? "exact" : "NOT EXACT"}`,
       );
     }
     console.log("every measurement is in bench/results.json");

@@ -4,6 +4,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type PrivateServer, startPrivateServer } from "../src/embedded-db/private-server.js";
@@ -217,4 +218,24 @@ export async function localRedisPid(url: string): Promise<number | undefined> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** Keys a many-keys scenario goes through (verifyCreditsMany). */
+export const MANY_KEYS = 1_000;
+
+/**
+ * `n` keys made by `makeKey` (50 at a time), as a file of verifyKey bodies for
+ * bench/many-bodies.ts: a JSON array of `{"key":…}` texts. Its path.
+ */
+export async function manyKeysFile(makeKey: () => Promise<string>, n = MANY_KEYS): Promise<string> {
+  const keys: string[] = [];
+  while (keys.length < n) keys.push(...(await Promise.all(Array.from({ length: Math.min(50, n - keys.length) }, makeKey))));
+  return bodiesFile(keys);
+}
+
+/** A file of verifyKey bodies, one for each key, for bench/many-bodies.ts. Its path. */
+export function bodiesFile(keys: readonly string[]): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keyhold-bench-")), "bodies.json");
+  fs.writeFileSync(file, JSON.stringify(keys.map((key) => JSON.stringify({ key }))));
+  return file;
 }
