@@ -89,6 +89,32 @@ describe("two instances on two Galera nodes", () => {
     expect(perMinute.body.data).toEqual([{ n: 300 }]);
   });
 
+  it("400 parallel verifications over 20 keys with 10 credits each, alternating between the nodes: each key spent exactly, no error", async () => {
+    // Each instance sends the spends of different keys that meet in one turn as one transaction (CreditSpender):
+    // two nodes' batches of the same keys conflict at certification and are sent again whole.
+    const keys: Array<{ key: string; keyId: string }> = [];
+    for (let i = 0; i < 20; i++) keys.push((await post(a, "keys.createKey", { apiId, credits: { remaining: 10 } }, rk)).body.data);
+    const results = await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        post(i % 2 === 0 ? a : b, "keys.verifyKey", { key: (keys[i % 20] as { key: string }).key }, rk).then((r) => ({ i, r })),
+      ),
+    );
+    expect(results.filter(({ r }) => r.status !== 200).map(({ r }) => r.body)).toEqual([]);
+    for (const [n, k] of keys.entries()) {
+      const mine = results.filter(({ i }) => i % 20 === n).map(({ r }) => r.body.data);
+      expect(mine.filter((d) => d.code === "VALID")).toHaveLength(10);
+      expect(mine.filter((d) => d.code === "USAGE_EXCEEDED")).toHaveLength(10);
+      // Every granted verification was told a balance of its own: 9 down to 0, each once.
+      expect(
+        mine
+          .filter((d) => d.code === "VALID")
+          .map((d) => d.credits)
+          .sort((x, y) => x - y),
+      ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect((await post(b, "keys.getKey", { keyId: k.keyId }, rk)).body.data.credits.remaining).toBe(0);
+    }
+  });
+
   it("a key created through one node verifies through the other at once, and disabling it is seen there within 1 s", async () => {
     const k = (await post(a, "keys.createKey", { apiId }, rk)).body.data;
     expect((await post(b, "keys.verifyKey", { key: k.key }, rk)).body.data.code).toBe("VALID");
