@@ -76,7 +76,11 @@ describe("bench: cold-load.js paced and closed-loop", () => {
   };
 
   it("paced: holds the offered rate through the stall, and the requests due meanwhile show it in the p99", async () => {
-    const out = await run(800, 50, 1000);
+    // A run in which the generator itself sent late (this machine busy with other
+    // test files: in CI once every request was ~0.5 s late, p50 520 ms) says
+    // nothing of the stand-in's stall: measured again, at most twice more.
+    let out = await run(800, 50, 1000);
+    for (let again = 0; again < 2 && (out.sendLagP99 ?? 0) > 50; again++) out = await run(800, 50, 1000);
     expect(out.ok).toBe(800);
     expect(out.valid).toBe(800);
     expect(out.rate).toBe(1000);
@@ -86,7 +90,8 @@ describe("bench: cold-load.js paced and closed-loop", () => {
     expect(out.seconds).toBeLessThan(1.5);
     // ~100 of the 800 were due during the stall and waited up to 100 ms each.
     expect(out.p99).toBeGreaterThan(60);
-    expect(out.p50).toBeLessThan(out.p99 / 2);
+    // Above what most requests took, whatever the machine added to all of them.
+    expect(out.p99 - out.p50).toBeGreaterThan(40);
   });
 
   it("closed loop: one worker waits the stall out on one request, so its p99 does not show it", async () => {
