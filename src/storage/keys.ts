@@ -405,11 +405,12 @@ export async function searchLiveKeys(
  * verifications can never overspend. LAST_INSERT_ID(expr) hands the new balance
  * back in the same statement on MySQL and MariaDB alike.
  */
+/** A conditional spend of one key's balance (cost, id, cost): LAST_INSERT_ID hands back the balance after it. */
+const SPEND = "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?";
+
 export async function spendCredits(db: Queryable, keyId: string, cost: number): Promise<{ ok: boolean; remaining: number | undefined }> {
   // A deadlock or certification conflict rolled the statement back: running it again is safe.
-  const r = await retryingDeadlocks(() =>
-    exec(db, "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?", [cost, keyId, cost]),
-  );
+  const r = await retryingDeadlocks(() => exec(db, SPEND, [cost, keyId, cost]));
   if (r.affectedRows === 1) return { ok: true, remaining: Number(r.insertId) };
   const cur = await one(db, "SELECT remaining_requests FROM `keys` WHERE id = ?", [keyId]);
   return { ok: false, remaining: optNum(cur?.remaining_requests) };
@@ -438,7 +439,7 @@ export async function spendCreditsOfKeys(pool: Pool, spends: readonly KeySpend[]
     order.map((i) => {
       const { keyId, cost } = spends[i] as KeySpend;
       return {
-        sql: "UPDATE `keys` SET remaining_requests = LAST_INSERT_ID(remaining_requests - ?) WHERE id = ? AND remaining_requests >= ?",
+        sql: SPEND,
         params: [cost, keyId, cost],
       };
     }),

@@ -122,7 +122,13 @@ export class CreditSpender {
         alone.push(this.settleGroup(keyId, waiters).then(() => void this.atDatabase.delete(keyId)));
         return;
       }
-      settle(waiters, inOrder(after, waiters));
+      settle(
+        waiters,
+        inOrder(
+          after,
+          waiters.map((w) => w.cost),
+        ),
+      );
       this.atDatabase.delete(keyId);
     });
     if (alone.length === 0) return;
@@ -162,10 +168,10 @@ export class CreditSpender {
 const totalOf = (waiters: readonly Waiter[]): number => waiters.reduce((a, w) => a + w.cost, 0);
 
 /** A group spent whole, `after` left: in order, each reports the balance after its own spend. */
-function inOrder(after: number, group: ReadonlyArray<number | Waiter>): SpendResult[] {
-  let left = after + group.reduce<number>((a, c) => a + (typeof c === "number" ? c : c.cost), 0);
-  return group.map((c) => {
-    left -= typeof c === "number" ? c : c.cost;
+function inOrder(after: number, costs: readonly number[]): SpendResult[] {
+  let left = after + costs.reduce((a, c) => a + c, 0);
+  return costs.map((c) => {
+    left -= c;
     return { ok: true, remaining: left };
   });
 }
