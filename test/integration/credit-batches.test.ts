@@ -1,7 +1,9 @@
 // Credit spends of different keys that gather in one event-loop turn go to the
-// database as one transaction of their conditional UPDATEs, in one round trip
-// (CreditSpender, spendCreditsOfKeys). Each key's balance stays exact: what the
-// batch could not cover is decided key by key, as before.
+// database as one transaction in one round trip: their rows locked and read,
+// then one conditional UPDATE of them all (CreditSpender, spendCreditsOfKeys).
+// Each key's balance stays exact: what the batch could not cover is decided key
+// by key, as before.
+import { format, type RowDataPacket, type SqlValue } from "mysql2";
 import { describe, expect, it } from "vitest";
 import { CreditSpender } from "../../src/domain/keys/credits.js";
 import { readCredits, spendCreditsOfKeys } from "../../src/storage/keys.js";
@@ -9,13 +11,15 @@ import type { Pool } from "../../src/storage/sql.js";
 import { api, key } from "../fixtures.js";
 import { useHarness } from "../harness.js";
 
-/** The pool, noting the text of every query and execute sent through it or its connections. */
-function noting(pool: Pool): { pool: Pool; sent: string[] } {
+/** The pool, noting the text (and the values) of every query and execute sent through it or its connections. */
+function noting(pool: Pool): { pool: Pool; sent: string[]; values: unknown[] } {
   const sent: string[] = [];
+  const values: unknown[] = [];
   const note =
     (fn: (...a: unknown[]) => unknown) =>
     (sql: unknown, ...rest: unknown[]) => {
       sent.push(typeof sql === "string" ? sql : String((sql as { sql?: unknown }).sql));
+      values.push(rest[0]);
       return fn(sql, ...rest);
     };
   const wrap = <T extends object>(target: T): T =>
@@ -27,7 +31,7 @@ function noting(pool: Pool): { pool: Pool; sent: string[] } {
         return v;
       },
     });
-  return { pool: wrap(pool), sent };
+  return { pool: wrap(pool), sent, values };
 }
 
 const deadlock = () =>
@@ -44,7 +48,7 @@ describe("credit spends of many keys, batched", () => {
     return ids;
   }
 
-  it("spends of ten keys in one turn are one transaction in one round trip, each key's balance reported", async () => {
+  it("spends of ten keys in one turn are one transaction of one locking read and one UPDATE, in one round trip, each key's balance reported", async () => {
     const ids = await keysWithCredits(10, 5);
     const { pool, sent } = noting(h.db.pool);
     const spender = new CreditSpender(pool);
@@ -52,8 +56,35 @@ describe("credit spends of many keys, batched", () => {
     expect(results).toEqual(ids.map((_, i) => ({ ok: true, remaining: 5 - ((i % 3) + 1) })));
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatch(/^START TRANSACTION;/);
-    expect((sent[0] as string).match(/UPDATE `keys` SET remaining_requests/g)).toHaveLength(10);
+    expect((sent[0] as string).match(/FOR UPDATE/g)).toHaveLength(1);
+    expect((sent[0] as string).match(/UPDATE `keys` (FORCE INDEX \(keys_id\) )?SET remaining_requests/g)).toHaveLength(1);
     for (const [i, id] of ids.entries()) expect(await readCredits(h.db.pool, id)).toBe(5 - ((i % 3) + 1));
+  });
+
+  it("a batch's locking read and UPDATE go through the id index, even when the batch names every key of the table", async () => {
+    const mine = await keysWithCredits(12, 5);
+    const [rows] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM `keys`");
+    const all = rows.map((r) => r.id as string);
+    const { pool, sent, values } = noting(h.db.pool);
+    await spendCreditsOfKeys(
+      pool,
+      all.map((keyId) => ({ keyId, cost: 1 })),
+    );
+    expect(sent).toHaveLength(1);
+    // The transaction's statements, each with its own values, explained one by one.
+    const statements = (sent[0] as string).split(";\n").slice(1, -1);
+    expect(statements).toHaveLength(2);
+    let at = 0;
+    for (const sql of statements) {
+      const n = sql.split("?").length - 1;
+      const inlined = format(sql, (values[0] as SqlValue[]).slice(at, at + n));
+      at += n;
+      const [plan] = await h.db.pool.query<RowDataPacket[]>(`EXPLAIN ${inlined}`);
+      // A table scan here would lock every row of the table, in the primary key's order.
+      expect(plan.map((r) => r.key)).toEqual(["keys_id"]);
+    }
+    expect(all).toEqual(expect.arrayContaining(mine));
+    for (const id of mine) expect(await readCredits(h.db.pool, id)).toBe(4);
   });
 
   it("many spends of many keys at once: never overspent, every refusal reports the balance, the database agrees", async () => {
@@ -98,6 +129,47 @@ describe("credit spends of many keys, batched", () => {
     expect(await readCredits(h.db.pool, rich as string)).toBe(1);
     expect(await readCredits(h.db.pool, poor as string)).toBe(0);
     expect(await readCredits(h.db.pool, unlimited as string)).toBeUndefined();
+  });
+
+  it("a key the batch could not cover, held up on its own, holds up none of the keys batched with it", async () => {
+    const [rich, poor] = await keysWithCredits(2, 10);
+    await h.db.pool.query("UPDATE `keys` SET remaining_requests = 1 WHERE id = ?", [poor]);
+    // The poor key's own spend (spendCredits, a lone statement on the pool) waits at this gate.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    let held = 0;
+    const gated = new Proxy(h.db.pool, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (prop !== "execute") return typeof v === "function" ? v.bind(target) : v;
+        return async (sql: unknown, params: unknown[] = []) => {
+          if (typeof sql === "string" && sql.includes("LAST_INSERT_ID") && params.includes(poor)) {
+            held++;
+            await gate;
+          }
+          return v.call(target, sql, params);
+        };
+      },
+    }) as Pool;
+    const spender = new CreditSpender(gated);
+    const first = spender.spend(rich as string, 1);
+    const short = spender.spend(poor as string, 2);
+    expect(await first).toEqual({ ok: true, remaining: 9 });
+    // The rich key's next spend goes and is answered while the poor key is still held.
+    expect(await spender.spend(rich as string, 1)).toEqual({ ok: true, remaining: 8 });
+    expect(held).toBe(1);
+    let shortSettled = false;
+    void short.then(() => {
+      shortSettled = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(shortSettled).toBe(false);
+    open();
+    expect(await short).toEqual({ ok: false, remaining: 1 });
+    expect(await readCredits(h.db.pool, rich as string)).toBe(8);
+    expect(await readCredits(h.db.pool, poor as string)).toBe(1);
   });
 
   it("a batch rolled back as a deadlock (a certification conflict) is sent again and spent once", async () => {

@@ -2,7 +2,8 @@
 // while its previous spend is still at the database wait and go together in the
 // next statement: one round trip for the whole group. The groups of different
 // keys that gather in one event-loop turn go together too, as one transaction
-// of their conditional UPDATEs in one round trip (spendCreditsOfKeys). The
+// in one round trip: their rows locked and read, then one conditional UPDATE of
+// them all (spendCreditsOfKeys). The
 // balance is never held in memory: every decision is made by the database (a
 // conditional UPDATE, or a row lock when the group does not fit), so it stays
 // exact across instances, and every spend is committed before its verification
