@@ -76,6 +76,48 @@ describe("AnalyticsRecorder", () => {
     expect(batches.map((b) => b.v)).toEqual([500, 100]);
   });
 
+  it("takes the events of its tuples from past a new tuple it has no room for; that one waits, in order, for the next batch", async () => {
+    const batches: string[][] = [];
+    const { rec } = recorder(
+      async (v, r) => void batches.push([...v.map((e) => `${e.keyId}/${e.requestId}`), ...r.map((e) => `${e.identifier}/${e.requestId}`)]),
+      {
+        batchSize: 3,
+      },
+    );
+    const of = (n: number, key: string): VerificationEvent => ({ ...event(n), keyId: key });
+    ["a", "b", "c", "d", "a", "b", "e", "c", "a"].forEach((key, n) => void rec.verification(of(n, key)));
+    // Rate-limit checks count toward the same three tuples: the batch has none left for them.
+    rec.ratelimit({ requestId: "req_rl", time: 0, workspaceId: "ws_1", namespaceId: "ns_1", identifier: "u", passed: true });
+    await rec.flush();
+    expect(batches).toEqual([
+      ["a/req_0", "b/req_1", "c/req_2", "a/req_4", "b/req_5", "c/req_7", "a/req_8"],
+      ["d/req_3", "e/req_6", "u/req_rl"],
+    ]);
+    expect(rec.pendingRows).toBe(0);
+  });
+
+  it("leaves at most 2,000 events for later while it takes a batch, so that a backlog of keys seen once is not searched whole", async () => {
+    const firsts: string[][] = [];
+    const { rec } = recorder(async (v) => void firsts.push(v.map((e) => e.keyId)), { batchSize: 1 });
+    const of = (n: number, key: string): VerificationEvent => ({ ...event(n), keyId: key });
+    // 1,999 keys seen once between two events of key x: the second joins the first's batch.
+    rec.verification(of(0, "x"));
+    for (let n = 1; n < 2_000; n++) rec.verification(of(n, `once_${n}`));
+    rec.verification(of(2_000, "x"));
+    await rec.flush();
+    expect(firsts[0]).toEqual(["x", "x"]);
+    expect(firsts).toHaveLength(2_000);
+    // 2,001 between them: the search stops before the second, which goes in its own turn.
+    firsts.length = 0;
+    rec.verification(of(0, "y"));
+    for (let n = 1; n <= 2_001; n++) rec.verification(of(n, `once_${n}`));
+    rec.verification(of(2_002, "y"));
+    await rec.flush();
+    expect(firsts[0]).toEqual(["y"]);
+    expect(firsts.at(-1)).toEqual(["y"]);
+    expect(firsts).toHaveLength(2_003);
+  });
+
   it("keeps every event through an outage and writes them, in order, once the database answers", async () => {
     let down = true;
     const written: string[] = [];
