@@ -98,7 +98,7 @@ describe("AnalyticsRecorder", () => {
 
   it("leaves at most 2,000 events for later while it takes a batch, so that a backlog of keys seen once is not searched whole", async () => {
     const firsts: string[][] = [];
-    const { rec } = recorder(async (v) => void firsts.push(v.map((e) => e.keyId)), { batchSize: 1 });
+    const { rec } = recorder(async (v) => void firsts.push(v.map((e) => e.keyId)), { batchSize: 1, minGapMs: 0 });
     const of = (n: number, key: string): VerificationEvent => ({ ...event(n), keyId: key });
     // 1,999 keys seen once between two events of key x: the second joins the first's batch.
     rec.verification(of(0, "x"));
@@ -249,10 +249,27 @@ describe("AnalyticsRecorder", () => {
     expect((batches[1]?.at ?? 0) - (batches[0]?.at ?? 0)).toBeGreaterThanOrEqual(5 + 200 - 2);
   });
 
-  it("does not pace a full batch, a backlog, or what is left at stop()", async () => {
+  it("paces a batch cut by its tuples with fewer than batchEvents left: what gathers meanwhile of its tuples joins it", async () => {
+    const batches: Array<{ at: number; keys: string[] }> = [];
+    const { rec } = recorder(async (v) => void batches.push({ at: performance.now(), keys: v.map((e) => e.keyId) }), { batchSize: 3, minGapMs: 200 });
+    const of = (n: number, key: string): VerificationEvent => ({ ...event(n), keyId: key });
+    ["a", "b", "c", "d", "e", "f"].forEach((key, n) => void rec.verification(of(n, key)));
+    const flushed = rec.flush();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    rec.verification(of(6, "d"));
+    await flushed;
+    expect(batches.map((b) => b.keys)).toEqual([
+      ["a", "b", "c"],
+      ["d", "e", "f", "d"],
+    ]);
+    // Timers may fire up to a millisecond early by performance.now() (see the test above).
+    expect((batches[1]?.at ?? 0) - (batches[0]?.at ?? 0)).toBeGreaterThanOrEqual(200 - 2);
+  });
+
+  it("does not pace a backlog (batchEvents events waiting), or what is left at stop()", async () => {
     const sizes: number[] = [];
     // An hour's gap: a batch that waited would outlast the test's timeout.
-    const { rec } = recorder(async (v) => void sizes.push(v.length), { batchSize: 3, minGapMs: 3_600_000 });
+    const { rec } = recorder(async (v) => void sizes.push(v.length), { batchSize: 3, batchEvents: 3, minGapMs: 3_600_000 });
     for (let i = 0; i < 6; i++) rec.verification(event(i));
     await rec.flush();
     expect(sizes).toEqual([3, 3]);

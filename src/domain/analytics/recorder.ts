@@ -22,7 +22,7 @@ export interface AnalyticsRecorderOptions {
   batchEvents?: number | undefined;
   /** Most bytes of SQL text per transaction, estimated (batchBytes). */
   batchBytes?: number | undefined;
-  /** A batch starts no sooner than this after the last one was written, unless batchEvents wait or the last batch left events behind. */
+  /** A batch starts no sooner than this after the last one was written, unless batchEvents events wait (a backlog) or at stop(). */
   minGapMs?: number | undefined;
   /** Most events held in memory; newer ones beyond it are dropped and counted. */
   maxPending?: number | undefined;
@@ -176,8 +176,6 @@ export class AnalyticsRecorder {
   private pendingBytes = 0;
   /** Tuples per batch now: halved while the database refuses a batch for good (then also the most events), back to batchSize after a success. */
   private limit: number;
-  /** The last batch left events behind: a backlog, written without pacing. */
-  private behind = false;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private droppedSinceFlush = 0;
@@ -221,12 +219,17 @@ export class AnalyticsRecorder {
     // last one was written, so more rows share each commit.
     // Measured with builds side by side (bench/README.md, "Analytics batches
     // paced"): the database's CPU a hot verification x0.78-0.82, keyhold's own
-    // x0.84-0.96. A full batch, a backlog and stop() do not wait.
+    // x0.84-0.96. A backlog (batchEvents events waiting) and stop() do not wait.
     // 50 ms since the batches of shared tuples may hold up to batchEvents: with
     // 2,000 and 50 ms against 500 and 20 (bench:ab, verifyJson, 12 rounds of 2 s,
     // each batch ~850 events instead of ~340), the database's CPU a verification
     // x0.81 and x0.85, req/s x1.02 and x1.08 (both caps 2,000 events in that
     // run); 500 and 50 ms changed nothing (the database's CPU x1.01, req/s x1.01).
+    // A batch cut at its 500th tuple with fewer than batchEvents left waits too:
+    // with many keys each seen a few times a second, one that went at once held
+    // 782 events of 0.62 tuples an event; waiting, 1,136 of 0.44, and bench:ab
+    // verifyCreditsMany req/s x1.212, the stores' CPU x0.747 (bench/README.md,
+    // "Analytics of many keys"); the cold path's rate and p99 were unchanged.
     this.minGapMs = opts.minGapMs ?? 50;
     this.maxPending = opts.maxPending ?? 200_000;
     this.maxPendingBytes = opts.maxPendingBytes ?? 64 * 1024 * 1024;
@@ -296,7 +299,6 @@ export class AnalyticsRecorder {
       ratelimitHeldBytes,
     );
     this.pendingBytes -= sum.held;
-    this.behind = this.pendingRows > 0;
     return { v, r, held: sum.held };
   }
 
@@ -313,7 +315,7 @@ export class AnalyticsRecorder {
     }
     while (this.pendingRows > 0) {
       const wait = this.lastWriteAt + this.minGapMs - performance.now();
-      if (wait > 0 && !this.stopping && !this.behind && this.pendingRows < this.batchEvents) {
+      if (wait > 0 && !this.stopping && this.pendingRows < this.batchEvents) {
         // Events keep gathering meanwhile; what was recorded so far is written after the pause.
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
