@@ -152,6 +152,41 @@ describe("AnalyticsRecorder", () => {
     expect(rec.pendingRows).toBe(0);
   });
 
+  it("splits a refused batch of more events than batchSize down to the one it drops: one hot key's 1,200", async () => {
+    const written: string[] = [];
+    let tries = 0;
+    const { rec, drops } = recorder(async (v) => {
+      if (++tries > 100) throw new Error("the same refused batch, again and again");
+      if (v.some((e) => e.requestId === "req_700")) throw Object.assign(new Error("Incorrect string value"), { errno: 1366 });
+      written.push(...v.map((e) => e.requestId));
+    });
+    for (let i = 0; i < 1_200; i++) rec.verification({ ...event(i), keyId: "key_hot" });
+    await rec.flush();
+    expect(written).toHaveLength(1_199);
+    expect(written).not.toContain("req_700");
+    expect(drops).toEqual([1]);
+    expect(rec.pendingRows).toBe(0);
+  });
+
+  it("drops the refused event itself, not what was recorded while it was written, nor an event of the other kind", async () => {
+    const written: string[] = [];
+    let rec!: AnalyticsRecorder;
+    const made = recorder(async (v, r) => {
+      if ([...v, ...r].some((e) => e.requestId === "req_bad")) {
+        // Recorded while the refused batch was at the database.
+        for (let i = 0; i < 3; i++) rec.verification(event(i));
+        throw Object.assign(new Error("Data too long for column"), { errno: 1406 });
+      }
+      written.push(...v.map((e) => e.requestId), ...r.map((e) => e.requestId));
+    });
+    rec = made.rec;
+    rec.ratelimit({ requestId: "req_bad", time: 0, workspaceId: "ws_1", namespaceId: "ns_1", identifier: "u", passed: true });
+    await rec.flush();
+    expect(written.sort()).toEqual(["req_0", "req_1", "req_2"]);
+    expect(rec.dropped).toBe(1);
+    expect(rec.pendingRows).toBe(0);
+  });
+
   it("holds at most maxPending events and maxPendingBytes; beyond, new ones are dropped and counted", async () => {
     const { rec, drops } = recorder(async () => undefined, { maxPending: 3, maxPendingBytes: 1_000_000 });
     for (let i = 0; i < 5; i++) rec.verification(event(i));

@@ -174,8 +174,14 @@ export class AnalyticsRecorder {
   private verifications: VerificationEvent[] = [];
   private ratelimits: RatelimitEvent[] = [];
   private pendingBytes = 0;
-  /** Tuples per batch now: halved while the database refuses a batch for good (then also the most events), back to batchSize after a success. */
-  private limit: number;
+  /**
+   * While the database refuses a batch for good: the most events (and tuples)
+   * of the next batch, half the refused one's, down to the one event to drop.
+   * Infinity otherwise. Apart from batchSize: a refused batch of 2,000 events
+   * of one tuple, halved as a tuple count (1,000, over batchSize), was taken
+   * again whole, and refused again, without end.
+   */
+  private splitAt = Number.POSITIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private droppedSinceFlush = 0;
@@ -233,7 +239,6 @@ export class AnalyticsRecorder {
     this.minGapMs = opts.minGapMs ?? 50;
     this.maxPending = opts.maxPending ?? 200_000;
     this.maxPendingBytes = opts.maxPendingBytes ?? 64 * 1024 * 1024;
-    this.limit = this.batchSize;
   }
 
   /** Events waiting to be written. */
@@ -271,14 +276,15 @@ export class AnalyticsRecorder {
   }
 
   /**
-   * The next batch: up to `limit` tuples, batchEvents events (`limit` while
-   * splitting a refused batch) and batchBytes, verifications first; at least one
-   * event. An event of a new tuple past `limit` waits for the next batch, and
-   * the events after it of the batch's own tuples still join this one.
+   * The next batch: up to batchSize tuples, batchEvents events (both at most
+   * splitAt while a refused batch is split) and batchBytes, verifications
+   * first; at least one event. An event of a new tuple past the tuples' cap
+   * waits for the next batch, and the events after it of the batch's own
+   * tuples still join this one.
    */
   private take(): { v: VerificationEvent[]; r: RatelimitEvent[]; held: number } {
-    const most = this.limit < this.batchSize ? this.limit : this.batchEvents;
-    const tuples = new Tuples(this.limit);
+    const most = Math.min(this.batchEvents, this.splitAt);
+    const tuples = new Tuples(Math.min(this.batchSize, this.splitAt));
     const sum = { bytes: 0, held: 0 };
     const v = takeFrom(
       this.verifications,
@@ -325,20 +331,23 @@ export class AnalyticsRecorder {
         await this.write(v, r);
         this.lastWriteAt = performance.now();
         this.writing = 0;
-        this.limit = this.batchSize;
+        this.splitAt = Number.POSITIVE_INFINITY;
       } catch (err) {
         this.writing = 0;
-        // Back in front, in order, for the next try.
+        // Back in front for the next try (ahead of any events the batch looked past).
         this.verifications = v.concat(this.verifications);
         this.ratelimits = r.concat(this.ratelimits);
         this.pendingBytes += held;
         if (refusedForGood(err)) {
           if (v.length + r.length > 1) {
-            this.limit = Math.max(1, Math.floor((v.length + r.length) / 2));
+            this.splitAt = Math.max(1, Math.floor((v.length + r.length) / 2));
             continue;
           }
-          // The one event the database will never take: dropped, counted, and the rest go on.
-          this.take();
+          // The one event the database will never take (back in front of its kind's
+          // events): dropped, counted, and the rest go on.
+          if (v.length === 1) this.verifications.shift();
+          else this.ratelimits.shift();
+          this.pendingBytes -= held;
           this.dropped++;
           this.opts.onDrop?.(1);
           this.onError(err, this.pendingRows);
