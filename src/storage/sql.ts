@@ -91,6 +91,18 @@ const isRetryable = (err: unknown): boolean => {
 };
 
 /**
+ * A statement that lost a row lock: a deadlock still there after its retries
+ * (on a Galera cluster, a certification conflict with a change committed
+ * through another node, again and again), or a lock held by another
+ * transaction past innodb_lock_wait_timeout. What it was refused for is one
+ * row's, not the statement's own.
+ */
+export const lostRowLock = (err: unknown): boolean => {
+  const code = (err as { code?: string }).code;
+  return code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT";
+};
+
+/**
  * Runs an idempotent statement (or group of them) again when InnoDB picked it as
  * a deadlock victim: concurrent inserts of overlapping unique values do that now
  * and then. A short, growing, jittered pause lets the other side finish.

@@ -4,7 +4,7 @@
 // Each key's balance stays exact: what the batch could not cover is decided key
 // by key, as before.
 import { format, type RowDataPacket, type SqlValue } from "mysql2";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { CreditSpender } from "../../src/domain/keys/credits.js";
 import { readCredits, spendCreditsOfKeys } from "../../src/storage/keys.js";
 import type { Pool } from "../../src/storage/sql.js";
@@ -170,6 +170,133 @@ describe("credit spends of many keys, batched", () => {
     expect(await short).toEqual({ ok: false, remaining: 1 });
     expect(await readCredits(h.db.pool, rich as string)).toBe(8);
     expect(await readCredits(h.db.pool, poor as string)).toBe(1);
+  });
+
+  /**
+   * The pool as a Galera node whose every transaction naming `contended` loses
+   * to another node's change of that key at certification: it runs, is rolled
+   * back at its commit and reported as a deadlock. With `alone`, the key's own
+   * spend (a lone statement) loses too. Counts what it refused.
+   */
+  function losingOn(contended: string, alone: boolean): { pool: Pool; refused: { batches: number; alone: number } } {
+    const refused = { batches: 0, alone: 0 };
+    const names = (params: unknown) => Array.isArray(params) && params.includes(contended);
+    const pool = new Proxy(h.db.pool, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (prop === "execute") {
+          return async (sql: unknown, params: unknown[] = []) => {
+            if (alone && names(params)) {
+              refused.alone++;
+              throw deadlock();
+            }
+            return v.call(target, sql, params);
+          };
+        }
+        if (prop !== "getConnection") return typeof v === "function" ? v.bind(target) : v;
+        return async () => {
+          const conn = await v.call(target);
+          return new Proxy(conn, {
+            get(c, p, r) {
+              const f = Reflect.get(c, p, r);
+              if (p !== "query") return typeof f === "function" ? f.bind(c) : f;
+              return async (sql: unknown, ...rest: unknown[]) => {
+                if (typeof sql === "string" && sql.startsWith("START TRANSACTION") && names(rest[0])) {
+                  refused.batches++;
+                  await c.query(sql.replace(/COMMIT$/, "ROLLBACK"), ...rest);
+                  throw deadlock();
+                }
+                return f.call(c, sql, ...rest);
+              };
+            },
+          });
+        };
+      },
+    }) as Pool;
+    return { pool, refused };
+  }
+
+  it("a batch that keeps losing one key's row lock is decided key by key: the other keys are spent, and so is the contended key on its own", async () => {
+    const [a, contended, b] = (await keysWithCredits(3, 10)) as [string, string, string];
+    const { pool, refused } = losingOn(contended, false);
+    const spender = new CreditSpender(pool);
+    const results = await Promise.all([spender.spend(a, 1), spender.spend(contended, 2), spender.spend(b, 3)]);
+    expect(results).toEqual([
+      { ok: true, remaining: 9 },
+      { ok: true, remaining: 8 },
+      { ok: true, remaining: 7 },
+    ]);
+    // The batch was sent whole, retried until it gave up, then not again.
+    expect(refused.batches).toBe(6);
+    expect(await readCredits(h.db.pool, a)).toBe(9);
+    expect(await readCredits(h.db.pool, contended)).toBe(8);
+    expect(await readCredits(h.db.pool, b)).toBe(7);
+  });
+
+  it("when the contended key loses on its own too, only its verifications fail; the keys batched with it are spent once", async () => {
+    const [a, contended, b] = (await keysWithCredits(3, 10)) as [string, string, string];
+    const { pool, refused } = losingOn(contended, true);
+    const spender = new CreditSpender(pool);
+    const settled = await Promise.allSettled([spender.spend(a, 1), spender.spend(contended, 2), spender.spend(b, 3)]);
+    expect(settled[0]).toEqual({ status: "fulfilled", value: { ok: true, remaining: 9 } });
+    expect(settled[1]).toMatchObject({ status: "rejected", reason: { code: "ER_LOCK_DEADLOCK" } });
+    expect(settled[2]).toEqual({ status: "fulfilled", value: { ok: true, remaining: 7 } });
+    expect(refused.alone).toBe(5);
+    expect(await readCredits(h.db.pool, a)).toBe(9);
+    expect(await readCredits(h.db.pool, contended)).toBe(10);
+    expect(await readCredits(h.db.pool, b)).toBe(7);
+    // The key is let go: its next spend goes (and wins, once the other node's changes stop).
+    const { pool: quiet } = losingOn("none", false);
+    expect(await new CreditSpender(quiet).spend(contended, 1)).toEqual({ ok: true, remaining: 9 });
+  });
+
+  it("a batch that waited out a row lock held elsewhere on one of its keys is decided key by key: the others are answered without waiting again", async () => {
+    const [a, held, b] = (await keysWithCredits(3, 10)) as [string, string, string];
+    // Another transaction (another instance's, say) holds the key's row.
+    const holder = await h.db.pool.getConnection();
+    try {
+      await holder.query("START TRANSACTION");
+      await holder.query("SELECT id FROM `keys` WHERE id = ? FOR UPDATE", [held]);
+      // The batch's connections wait 1 s for a row lock (the pool's wait is half the statement timeout).
+      const [[{ wait }]] = (await h.db.pool.query("SELECT @@innodb_lock_wait_timeout AS wait")) as unknown as [[{ wait: number }]];
+      const shortened: Array<{ query(sql: string): Promise<unknown> }> = [];
+      const impatient = new Proxy(h.db.pool, {
+        get(target, prop, receiver) {
+          const v = Reflect.get(target, prop, receiver);
+          if (prop !== "getConnection") return typeof v === "function" ? v.bind(target) : v;
+          return async () => {
+            const conn = await v.call(target);
+            await conn.query("SET SESSION innodb_lock_wait_timeout = 1");
+            shortened.push(conn);
+            return conn;
+          };
+        },
+      }) as Pool;
+      onTestFinished(async () => {
+        for (const conn of shortened) await conn.query(`SET SESSION innodb_lock_wait_timeout = ${Number(wait)}`);
+      });
+      const spender = new CreditSpender(impatient);
+      const heldSpend = spender.spend(held, 2);
+      let heldSettled = false;
+      void heldSpend.then(
+        () => void (heldSettled = true),
+        () => void (heldSettled = true),
+      );
+      expect(await Promise.all([spender.spend(a, 1), spender.spend(b, 3)])).toEqual([
+        { ok: true, remaining: 9 },
+        { ok: true, remaining: 7 },
+      ]);
+      // The held key's own spend waits for the row again, and goes once it is let go.
+      expect(heldSettled).toBe(false);
+      await holder.query("COMMIT");
+      expect(await heldSpend).toEqual({ ok: true, remaining: 8 });
+    } finally {
+      await holder.query("ROLLBACK").catch(() => undefined);
+      holder.release();
+    }
+    expect(await readCredits(h.db.pool, a)).toBe(9);
+    expect(await readCredits(h.db.pool, held)).toBe(8);
+    expect(await readCredits(h.db.pool, b)).toBe(7);
   });
 
   it("a batch rolled back as a deadlock (a certification conflict) is sent again and spent once", async () => {

@@ -10,7 +10,7 @@
 // is answered, so a crash cannot lose one.
 
 import { type KeySpend, spendCredits, spendCreditsOfKeys, spendEach } from "../../storage/keys.js";
-import type { Pool } from "../../storage/sql.js";
+import { lostRowLock, type Pool } from "../../storage/sql.js";
 
 export interface SpendResult {
   ok: boolean;
@@ -106,6 +106,15 @@ export class CreditSpender {
         batch.map(([keyId, waiters]): KeySpend => ({ keyId, cost: totalOf(waiters) })),
       );
     } catch (err) {
+      if (lostRowLock(err)) {
+        // The batch kept losing a row lock, which is one key's: on a Galera cluster
+        // another node's spends of one of its keys certified first at every attempt,
+        // or another transaction held a row past the lock wait. Each key is then
+        // decided on its own, so that only the contended key can fail; as a batch,
+        // every key in it was refused (a 503) for the one.
+        await Promise.all(batch.map(([keyId, waiters]) => this.settleGroup(keyId, waiters).then(() => void this.atDatabase.delete(keyId))));
+        return;
+      }
       for (const [keyId, waiters] of batch) {
         for (const w of waiters) w.reject(err);
         this.atDatabase.delete(keyId);
