@@ -173,20 +173,23 @@ describe("credit spends of many keys, batched", () => {
   });
 
   /**
-   * The pool as a Galera node whose every transaction naming `contended` loses
-   * to another node's change of that key at certification: it runs, is rolled
-   * back at its commit and reported as a deadlock. With `alone`, the key's own
-   * spend (a lone statement) loses too. Counts what it refused.
+   * The pool as a Galera node where a transaction (a batch) whose values
+   * `loses.batch` picks loses to another node's change at certification: it
+   * runs, is rolled back at its commit and reported as a deadlock. A lone
+   * statement (a key's own spend) whose values `loses.alone` picks loses too,
+   * without running. Counts what it refused.
    */
-  function losingOn(contended: string, alone: boolean): { pool: Pool; refused: { batches: number; alone: number } } {
+  function certifying(loses: { batch(params: unknown): boolean; alone?(params: unknown): boolean }): {
+    pool: Pool;
+    refused: { batches: number; alone: number };
+  } {
     const refused = { batches: 0, alone: 0 };
-    const names = (params: unknown) => Array.isArray(params) && params.includes(contended);
     const pool = new Proxy(h.db.pool, {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver);
         if (prop === "execute") {
           return async (sql: unknown, params: unknown[] = []) => {
-            if (alone && names(params)) {
+            if (loses.alone?.(params) === true) {
               refused.alone++;
               throw deadlock();
             }
@@ -201,7 +204,8 @@ describe("credit spends of many keys, batched", () => {
               const f = Reflect.get(c, p, r);
               if (p !== "query") return typeof f === "function" ? f.bind(c) : f;
               return async (sql: unknown, ...rest: unknown[]) => {
-                if (typeof sql === "string" && sql.startsWith("START TRANSACTION") && names(rest[0])) {
+                if (typeof sql === "string" && sql.startsWith("START TRANSACTION") && loses.batch(rest[0])) {
+                  // As Galera reports it: the whole transaction ran, then was rolled back at its commit.
                   refused.batches++;
                   await c.query(sql.replace(/COMMIT$/, "ROLLBACK"), ...rest);
                   throw deadlock();
@@ -215,6 +219,12 @@ describe("credit spends of many keys, batched", () => {
     }) as Pool;
     return { pool, refused };
   }
+
+  /** certifying, losing every transaction that names `contended`, and with `alone` its lone spends too. */
+  const losingOn = (contended: string, alone: boolean) => {
+    const names = (params: unknown) => Array.isArray(params) && params.includes(contended);
+    return certifying({ batch: names, alone: alone ? names : () => false });
+  };
 
   it("a batch that keeps losing one key's row lock is decided key by key: the other keys are spent, and so is the contended key on its own", async () => {
     const [a, contended, b] = (await keysWithCredits(3, 10)) as [string, string, string];
@@ -301,31 +311,8 @@ describe("credit spends of many keys, batched", () => {
 
   it("a batch rolled back as a deadlock (a certification conflict) is sent again and spent once", async () => {
     const ids = await keysWithCredits(3, 10);
-    let conflicts = 0;
-    const conflicting = new Proxy(h.db.pool, {
-      get(target, prop, receiver) {
-        const v = Reflect.get(target, prop, receiver);
-        if (prop !== "getConnection") return v;
-        return async () => {
-          const conn = await v.call(target);
-          return new Proxy(conn, {
-            get(c, p, r) {
-              const f = Reflect.get(c, p, r);
-              if (p !== "query") return typeof f === "function" ? f.bind(c) : f;
-              return async (sql: unknown, ...rest: unknown[]) => {
-                if (conflicts < 2 && typeof sql === "string" && sql.startsWith("START TRANSACTION")) {
-                  // As Galera reports it: the whole transaction ran, then was rolled back at its commit.
-                  conflicts++;
-                  await c.query(sql.replace(/COMMIT$/, "ROLLBACK"), ...rest);
-                  throw deadlock();
-                }
-                return f.call(c, sql, ...rest);
-              };
-            },
-          });
-        };
-      },
-    }) as Pool;
+    let lost = 0;
+    const { pool: conflicting, refused } = certifying({ batch: () => lost++ < 2 });
     expect(
       await spendCreditsOfKeys(conflicting, [
         { keyId: ids[2] as string, cost: 3 },
@@ -333,7 +320,7 @@ describe("credit spends of many keys, batched", () => {
         { keyId: ids[1] as string, cost: 20 },
       ]),
     ).toEqual([7, 9, undefined]);
-    expect(conflicts).toBe(2);
+    expect(refused.batches).toBe(2);
     expect(await readCredits(h.db.pool, ids[0] as string)).toBe(9);
     expect(await readCredits(h.db.pool, ids[1] as string)).toBe(10);
     expect(await readCredits(h.db.pool, ids[2] as string)).toBe(7);
