@@ -415,7 +415,7 @@ export async function spendCredits(db: Queryable, keyId: string, cost: number): 
   return { ok: false, remaining: optNum(cur?.remaining_requests) };
 }
 
-/** What the same UPDATE spends of each key's balance in a batch of keys (spendCreditsOfKeys); a batch names each key once. */
+/** What the same UPDATE spends of a key's balance in a batch of keys (spendCreditsOfKeys). */
 export interface KeySpend {
   keyId: string;
   cost: number;
@@ -430,7 +430,8 @@ export interface KeySpend {
  * says what the UPDATE did to it: spent where it covered the cost. Resolves
  * to each key's balance after its spend, in the order given, or undefined
  * where the balance did not cover the cost (or the key has none): nothing was
- * spent of that key, and the caller decides it on its own. A deadlock or
+ * spent of that key, and the caller decides it on its own. A key named more
+ * than once is spent all its costs or none. A deadlock or
  * certification conflict rolls the whole batch back and it is sent again
  * (commitInOneTrip). Both statements name the id index (FORCE INDEX): a
  * locking statement that scans the table instead (the optimizer's choice when
@@ -445,10 +446,14 @@ export interface KeySpend {
  * verifyCreditsMany) the difference is within the scenario's spread.
  */
 export async function spendCreditsOfKeys(pool: Pool, spends: readonly KeySpend[]): Promise<Array<number | undefined>> {
-  const ids = spends.map((s) => s.keyId);
-  const cases = `CASE id${" WHEN ? THEN ?".repeat(spends.length)} END`;
-  const caseParams = spends.flatMap((s) => [s.keyId, s.cost]);
-  const inList = placeholders(spends.length);
+  // A key named more than once is one WHEN of its costs together (a CASE takes a
+  // key's first WHEN only: its later costs were reported spent and never were).
+  const totals = new Map<string, number>();
+  for (const s of spends) totals.set(s.keyId, (totals.get(s.keyId) ?? 0) + s.cost);
+  const ids = [...totals.keys()];
+  const cases = `CASE id${" WHEN ? THEN ?".repeat(ids.length)} END`;
+  const caseParams = ids.flatMap((id) => [id, totals.get(id) as number]);
+  const inList = placeholders(ids.length);
   const [locked] = await commitInOneTrip(pool, [
     { sql: `SELECT id, remaining_requests FROM \`keys\` FORCE INDEX (keys_id) WHERE id IN (${inList}) FOR UPDATE`, params: ids },
     {
@@ -458,9 +463,14 @@ export async function spendCreditsOfKeys(pool: Pool, spends: readonly KeySpend[]
   ]);
   const had = new Map<string, number | undefined>();
   for (const r of locked as Row[]) had.set(r.id as string, optNum(r.remaining_requests));
+  // Where a key is named more than once, each spend reports the balance after it and those before it.
+  const spent = new Map<string, number>();
   return spends.map(({ keyId, cost }) => {
     const before = had.get(keyId);
-    return before !== undefined && before >= cost ? before - cost : undefined;
+    if (before === undefined || before < (totals.get(keyId) as number)) return undefined;
+    const upTo = (spent.get(keyId) ?? 0) + cost;
+    spent.set(keyId, upTo);
+    return before - upTo;
   });
 }
 

@@ -61,6 +61,23 @@ describe("credit spends of many keys, batched", () => {
     for (const [i, id] of ids.entries()) expect(await readCredits(h.db.pool, id)).toBe(5 - ((i % 3) + 1));
   });
 
+  it("a key named twice in a batch is spent both costs, each reported in order, or neither when the balance does not cover both", async () => {
+    const [twice, once, short] = (await keysWithCredits(3, 10)) as [string, string, string];
+    await h.db.pool.query("UPDATE `keys` SET remaining_requests = 4 WHERE id = ?", [short]);
+    expect(
+      await spendCreditsOfKeys(h.db.pool, [
+        { keyId: twice, cost: 2 },
+        { keyId: short, cost: 3 },
+        { keyId: once, cost: 1 },
+        { keyId: twice, cost: 3 },
+        { keyId: short, cost: 2 },
+      ]),
+    ).toEqual([8, undefined, 9, 5, undefined]);
+    expect(await readCredits(h.db.pool, twice)).toBe(5);
+    expect(await readCredits(h.db.pool, once)).toBe(9);
+    expect(await readCredits(h.db.pool, short)).toBe(4);
+  });
+
   it("a batch's locking read and UPDATE go through the id index, even when the batch names every key of the table", async () => {
     const mine = await keysWithCredits(12, 5);
     const [rows] = await h.db.pool.query<RowDataPacket[]>("SELECT id FROM `keys`");
