@@ -94,6 +94,7 @@ export class CreditSpender {
    */
   private async settleBatch(batch: Array<[string, Waiter[]]>): Promise<void> {
     if (batch.length === 1) {
+      // Not settleAlone: the hot key's path, with one await less.
       const [keyId, waiters] = batch[0] as [string, Waiter[]];
       await this.settleGroup(keyId, waiters);
       this.atDatabase.delete(keyId);
@@ -112,7 +113,7 @@ export class CreditSpender {
         // or another transaction held a row past the lock wait. Each key is then
         // decided on its own, so that only the contended key can fail; as a batch,
         // every key in it was refused (a 503) for the one.
-        await Promise.all(batch.map(([keyId, waiters]) => this.settleGroup(keyId, waiters).then(() => void this.atDatabase.delete(keyId))));
+        await Promise.all(batch.map(([keyId, waiters]) => this.settleAlone(keyId, waiters)));
         return;
       }
       for (const [keyId, waiters] of batch) {
@@ -129,7 +130,7 @@ export class CreditSpender {
     batch.forEach(([keyId, waiters], i) => {
       const after = balances[i];
       if (after === undefined) {
-        alone.push(this.settleGroup(keyId, waiters).then(() => void this.atDatabase.delete(keyId)));
+        alone.push(this.settleAlone(keyId, waiters));
         return;
       }
       settle(
@@ -144,6 +145,12 @@ export class CreditSpender {
     if (alone.length === 0) return;
     if (this.waiting.size > 0) this.send();
     await Promise.all(alone);
+  }
+
+  /** A key of a batch decided on its own, then let go (its next group may go); never rejects. */
+  private async settleAlone(keyId: string, waiters: Waiter[]): Promise<void> {
+    await this.settleGroup(keyId, waiters);
+    this.atDatabase.delete(keyId);
   }
 
   /** One key's group, decided by the database and answered; never rejects. */
