@@ -3,7 +3,7 @@
 // credits and rate-limit state are decided elsewhere. Unknown hashes are cached
 // briefly as misses, in an LRU of their own: a flood of bad keys neither reaches
 // the database twice for the same hash nor evicts the records of hot keys.
-import { LRUCache } from "lru-cache";
+import { ShardedLru, ShardedMap, shardCount } from "./shards.js";
 
 export const MISS = Symbol("miss");
 
@@ -66,19 +66,28 @@ export interface CacheOptions {
    * and is dropped then.
    */
   groups?: readonly string[];
+  /**
+   * The keys are SHA-256 digests (a key's hash, a root key's), or end in one:
+   * a large cache is then cut into shards by a few of their characters
+   * (shards.ts, shardOf), so that no table of the cache, the misses or the tag
+   * index is rebuilt in one piece. Other keys (a namespace's name) could crowd
+   * one shard, which would evict while the rest stand empty: such caches stay whole.
+   */
+  digestKeys?: boolean;
 }
 
 /** A bounded cache of records by key hash, with invalidation by hash and by tag (e.g. an API id). */
 export class RecordCache<T extends object> {
-  private readonly lru: LRUCache<string, Entry<T>>;
-  private readonly misses: LRUCache<string, true>;
+  /** Sharded, as the tag index and the misses are, when large (shards.ts: no table of them rebuilt in one piece). */
+  private readonly lru: ShardedLru<Entry<T>>;
+  private readonly misses: ShardedLru<true>;
   /**
    * The hashes set with each tag: the hash itself while it is the only one (a
    * key's own `key:` tag, most identities' tags), a Set from the second on.
    * Measured with 200,000 records shaped like a key's: 1,095 bytes of heap a
    * cached key, 410 of them its tags, 152 of those the Set of its own `key:` tag.
    */
-  private readonly tags = new Map<string, string | Set<string>>();
+  private readonly tags: ShardedMap<string | Set<string>>;
   /** The live cell of each group tag that a record held holds (CacheOptions.groups). */
   private readonly groupCells = new Map<string, Group>();
   private readonly groupPrefixes: readonly string[];
@@ -111,17 +120,23 @@ export class RecordCache<T extends object> {
     private readonly sizeOf: (v: T) => number,
   ) {
     this.groupPrefixes = opts.groups ?? [];
-    this.misses = new LRUCache<string, true>({ max: opts.maxMisses ?? 100_000, ttl: opts.negativeTtlMs });
-    this.lru = new LRUCache<string, Entry<T>>({
-      max: opts.maxEntries,
-      maxSize: opts.maxBytes,
-      sizeCalculation: (entry, key) => key.length + Math.max(1, this.sizeOf(entry.value as T)),
-      ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
-      dispose: (entry, key, reason) => {
-        if (reason === "evict") this.stats.evictions++;
-        this.untag(key, entry);
+    const maxMisses = opts.maxMisses ?? 100_000;
+    const shards = opts.digestKeys === true ? shardCount(opts.maxEntries, opts.maxBytes) : 1;
+    this.misses = new ShardedLru<true>({ max: maxMisses, ttl: opts.negativeTtlMs }, opts.digestKeys === true ? shardCount(maxMisses) : 1);
+    this.tags = new ShardedMap(shards);
+    this.lru = new ShardedLru<Entry<T>>(
+      {
+        max: opts.maxEntries,
+        maxSize: opts.maxBytes,
+        sizeCalculation: (entry, key) => key.length + Math.max(1, this.sizeOf(entry.value as T)),
+        ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
+        dispose: (entry, key, reason) => {
+          if (reason === "evict") this.stats.evictions++;
+          this.untag(key, entry);
+        },
       },
-    });
+      shards,
+    );
   }
 
   get(hash: string): Cached<T> | undefined {
@@ -282,6 +297,11 @@ export class RecordCache<T extends object> {
   /** Records held (misses not counted). */
   get size(): number {
     return this.lru.size;
+  }
+
+  /** How many shards its records are held in (1: one table, exactly LRU). */
+  get shardCount(): number {
+    return this.lru.shardCount;
   }
 
   /** Unknown hashes remembered. */

@@ -66,9 +66,9 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
   };
   // Group tags (CacheOptions.groups): those that every key of an API or a workspace
   // carries, every API of a workspace, every identifier of a namespace.
-  const keyCache = new RecordCache<KeyRecord>({ ...cacheOpts, groups: ["api:", "ws:"] }, keyRecordSize);
+  const keyCache = new RecordCache<KeyRecord>({ ...cacheOpts, groups: ["api:", "ws:"], digestKeys: true }, keyRecordSize);
   const rootKeyCache = new RecordCache<RootKeyRecord>(
-    { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, groups: ["ws:"] },
+    { ...cacheOpts, maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, groups: ["ws:"], digestKeys: true },
     (r) => 200 + r.permissions.join().length,
   );
   const apiCache = new RecordCache<ApiRow>({ ...cacheOpts, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, groups: ["ws:"] }, (a) => 300 + a.name.length);

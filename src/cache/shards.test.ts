@@ -1,0 +1,159 @@
+// The caches' shards: how many, how evenly keys spread over them, and that a
+// sharded LRU and a sharded RecordCache keep their bounds and invalidations.
+import { createHash, randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { ENTRIES_A_SHARD, ShardedLru, ShardedMap, shardCount, shardOf } from "./shards.js";
+import { MISS, RecordCache } from "./verification-cache.js";
+
+// As a key's hash is kept (domain/keys/generate.ts, hashKey).
+const digest = (i: number) => createHash("sha256").update(`k${i}`).digest("base64");
+
+describe("shardCount", () => {
+  it("leaves a small cache whole, so its eviction order stays exactly LRU", () => {
+    expect(shardCount(1)).toBe(1);
+    expect(shardCount(ENTRIES_A_SHARD)).toBe(1);
+    expect(shardCount(10_000)).toBe(2);
+  });
+
+  it("cuts a large one into powers of two of at most ENTRIES_A_SHARD each, up to 128", () => {
+    expect(shardCount(100_000)).toBe(16);
+    expect(100_000 / 16).toBeLessThanOrEqual(ENTRIES_A_SHARD);
+    expect(shardCount(1_000_000)).toBe(128);
+    expect(shardCount(100_000_000)).toBe(128);
+  });
+
+  it("never leaves a shard less than 1 MB of CACHE_MAX_BYTES", () => {
+    expect(shardCount(1_000_000, 1024)).toBe(1);
+    expect(shardCount(1_000_000, 4 << 20)).toBe(4);
+    expect(shardCount(1_000_000, 256 << 20)).toBe(128);
+  });
+});
+
+describe("shardOf", () => {
+  const spread = (keys: string[], shards: number) => {
+    const counts = new Array<number>(shards).fill(0);
+    for (const k of keys) counts[shardOf(k, shards - 1)] = (counts[shardOf(k, shards - 1)] as number) + 1;
+    const mean = keys.length / shards;
+    return { min: Math.min(...counts) / mean, max: Math.max(...counts) / mean };
+  };
+
+  const evenly = (keys: string[]) => {
+    for (const shards of [16, 128]) {
+      const { min, max } = spread(keys, shards);
+      expect(min).toBeGreaterThan(shards === 16 ? 0.9 : 0.75);
+      expect(max).toBeLessThan(shards === 16 ? 1.1 : 1.25);
+    }
+  };
+  const id = (prefix: string) => `${prefix}_${randomBytes(16).toString("base64url").slice(0, 22)}`;
+
+  it("spreads SHA-256 digests evenly, base64 (a key's hash) and hex", () => {
+    evenly(Array.from({ length: 64_000 }, (_, i) => digest(i)));
+    evenly(Array.from({ length: 64_000 }, (_, i) => createHash("sha256").update(`k${i}`).digest("hex")));
+  });
+
+  it("spreads keys that share a prefix and end in an id or a digest evenly (tags, remembered misses of an import)", () => {
+    evenly(Array.from({ length: 64_000 }, () => `key:${id("key")}`));
+    evenly(Array.from({ length: 64_000 }, () => `identity:${id("id")}`));
+    evenly(Array.from({ length: 64_000 }, (_, i) => `import|mig_1ChQh4gGu7aKpeqzefPrQR|${digest(i)}`));
+    evenly(Array.from({ length: 64_000 }, () => `migration|ws_1ChQh4gGu7aKpeqzefPrQR|${id("mig")}`));
+  });
+
+  it("is 0 for one shard", () => {
+    expect(shardOf("anything", 0)).toBe(0);
+  });
+});
+
+describe("ShardedLru", () => {
+  it("holds at most its max (and a shard's rounding), the most recent kept", () => {
+    const lru = new ShardedLru<number>({ max: 100_000 }, shardCount(100_000));
+    expect(lru.shardCount).toBe(16);
+    for (let i = 0; i < 200_000; i++) lru.set(digest(i), i);
+    expect(lru.size).toBeGreaterThan(99_000);
+    expect(lru.size).toBeLessThanOrEqual(100_000);
+    // The last 50,000 set are about 3,125 a shard, half of what each holds.
+    for (let i = 150_000; i < 200_000; i++) expect(lru.get(digest(i))).toBe(i);
+    expect(lru.get(digest(0))).toBeUndefined();
+    lru.delete(digest(199_999));
+    expect(lru.get(digest(199_999))).toBeUndefined();
+    lru.clear();
+    expect(lru.size).toBe(0);
+  });
+
+  it("keeps each shard's share of maxSize", () => {
+    const lru = new ShardedLru<string>({ max: 100_000, maxSize: 16 << 20, sizeCalculation: (v) => v.length }, shardCount(100_000, 16 << 20));
+    expect(lru.shardCount).toBe(16);
+    const big = "x".repeat(100_000);
+    for (let i = 0; i < 400; i++) lru.set(digest(i), big);
+    // 16 MB of 100 KB values is at most 167, whatever the shards' rounding.
+    expect(lru.size).toBeLessThanOrEqual(16 * Math.floor((1 << 20) / 100_000));
+    expect(lru.size).toBeGreaterThan(100);
+  });
+
+  it("refuses a shard count that is not a power of two", () => {
+    expect(() => new ShardedLru<number>({ max: 10 }, 3)).toThrow(/power of two/);
+    expect(() => new ShardedMap<number>(0)).toThrow(/power of two/);
+  });
+});
+
+describe("ShardedMap", () => {
+  it("is a Map", () => {
+    const m = new ShardedMap<number>(8);
+    for (let i = 0; i < 1000; i++) m.set(`t${i}`, i);
+    expect(m.size).toBe(1000);
+    expect(m.get("t7")).toBe(7);
+    m.delete("t7");
+    expect(m.get("t7")).toBeUndefined();
+    expect(m.size).toBe(999);
+    m.clear();
+    expect(m.size).toBe(0);
+  });
+});
+
+describe("RecordCache, sharded (CACHE_MAX_ENTRIES large)", () => {
+  const big = () =>
+    new RecordCache<{ v: number }>(
+      { maxEntries: 100_000, maxBytes: 256 << 20, ttlMs: 60_000, negativeTtlMs: 2_000, groups: ["api:"], digestKeys: true },
+      () => 10,
+    );
+
+  it("is cut into shards only when its keys are digests", () => {
+    expect(big().shardCount).toBe(16);
+    expect(new RecordCache<{ v: number }>({ maxEntries: 100_000, maxBytes: 256 << 20, ttlMs: 0, negativeTtlMs: 0 }, () => 10).shardCount).toBe(1);
+  });
+
+  it("finds, forgets and invalidates records across its shards", () => {
+    const c = big();
+    for (let i = 0; i < 1_000; i++) c.set(digest(i), { v: i }, [`key:${i}`, i % 2 === 0 ? "api:even" : "api:odd", `identity:${i % 10}`]);
+    expect(c.size).toBe(1_000);
+    expect(c.get(digest(5))).toEqual({ v: 5 });
+    c.delete(digest(5));
+    expect(c.get(digest(5))).toBeUndefined();
+    c.deleteTag("key:6");
+    expect(c.get(digest(6))).toBeUndefined();
+    // A tag shared by records in every shard.
+    c.deleteTag("identity:3");
+    for (let i = 3; i < 1_000; i += 10) expect(c.get(digest(i))).toBeUndefined();
+    expect(c.get(digest(4))).toEqual({ v: 4 });
+    c.deleteTag("api:odd");
+    expect(c.get(digest(7))).toBeUndefined();
+    expect(c.get(digest(8))).toEqual({ v: 8 });
+    c.setMiss(digest(5));
+    expect(c.get(digest(5))).toBe(MISS);
+    c.clear();
+    expect(c.size).toBe(0);
+    expect(c.get(digest(8))).toBeUndefined();
+  });
+
+  it("stays within its bound under churn, an evicted record's tags forgotten", () => {
+    const c = big();
+    for (let i = 0; i < 250_000; i++) c.set(digest(i), { v: i }, [`key:${i}`, "api:a"]);
+    expect(c.size).toBeLessThanOrEqual(100_000);
+    expect(c.stats.evictions).toBe(250_000 - c.size);
+    // The tag of an evicted record names nothing: deleting it drops no live record.
+    const before = c.size;
+    c.deleteTag("key:0");
+    expect(c.size).toBe(before);
+    c.deleteTag("key:249999");
+    expect(c.size).toBe(before - 1);
+  });
+});
