@@ -47,38 +47,36 @@ export function shardOf(key: string, mask: number): number {
   return (Math.imul(head ^ Math.imul(tail, 0x85ebca6b), 0x9e3779b1) >>> 25) & mask;
 }
 
-function maskOf(shards: number): number {
-  if (!Number.isInteger(shards) || shards < 1 || (shards & (shards - 1)) !== 0) throw new Error(`shards must be a power of two (got ${shards})`);
-  return shards - 1;
+/** What a shard is: a Map, or an lru-cache. */
+interface Table<V> {
+  get(key: string): V | undefined;
+  set(key: string, value: V): unknown;
+  delete(key: string): unknown;
+  clear(): void;
+  readonly size: number;
 }
 
-/**
- * An LRU of string keys as `shards` lru-caches, each holding its share of `max`
- * and `maxSize` (rounded up): least recently used within its shard, which for
- * keys spread evenly over the shards is the least recently used of the cache
- * but for at most a shard's rounding.
- */
-export class ShardedLru<V extends {}> {
-  private readonly shards: LRUCache<string, V>[];
+/** String keys in `shards` tables (a power of two), each key in the one shardOf picks. */
+class Sharded<V> {
+  protected readonly shards: Table<V>[];
   private readonly mask: number;
 
-  constructor(opts: LRUCache.Options<string, V, unknown> & { max: number }, shards: number) {
-    this.mask = maskOf(shards);
-    const each: LRUCache.Options<string, V, unknown> = { ...opts, max: Math.ceil(opts.max / shards) };
-    if (opts.maxSize !== undefined) each.maxSize = Math.ceil(opts.maxSize / shards);
-    this.shards = Array.from({ length: shards }, () => new LRUCache<string, V>(each));
+  constructor(shards: number, table: () => Table<V>) {
+    if (!Number.isInteger(shards) || shards < 1 || (shards & (shards - 1)) !== 0) throw new Error(`shards must be a power of two (got ${shards})`);
+    this.mask = shards - 1;
+    this.shards = Array.from({ length: shards }, table);
   }
 
   get(key: string): V | undefined {
-    return (this.shards[shardOf(key, this.mask)] as LRUCache<string, V>).get(key);
+    return (this.shards[shardOf(key, this.mask)] as Table<V>).get(key);
   }
 
   set(key: string, value: V): void {
-    (this.shards[shardOf(key, this.mask)] as LRUCache<string, V>).set(key, value);
+    (this.shards[shardOf(key, this.mask)] as Table<V>).set(key, value);
   }
 
   delete(key: string): void {
-    (this.shards[shardOf(key, this.mask)] as LRUCache<string, V>).delete(key);
+    (this.shards[shardOf(key, this.mask)] as Table<V>).delete(key);
   }
 
   clear(): void {
@@ -96,35 +94,23 @@ export class ShardedLru<V extends {}> {
   }
 }
 
+/**
+ * An LRU of string keys as `shards` lru-caches, each holding its share of `max`
+ * and `maxSize` (rounded up): least recently used within its shard, which for
+ * keys spread evenly over the shards is the least recently used of the cache
+ * but for at most a shard's rounding.
+ */
+export class ShardedLru<V extends {}> extends Sharded<V> {
+  constructor(opts: LRUCache.Options<string, V, unknown> & { max: number }, shards: number) {
+    const each: LRUCache.Options<string, V, unknown> = { ...opts, max: Math.ceil(opts.max / shards) };
+    if (opts.maxSize !== undefined) each.maxSize = Math.ceil(opts.maxSize / shards);
+    super(shards, () => new LRUCache<string, V>(each));
+  }
+}
+
 /** A Map of string keys as `shards` Maps (no bound: the shards only keep each table small). */
-export class ShardedMap<V> {
-  private readonly shards: Map<string, V>[];
-  private readonly mask: number;
-
+export class ShardedMap<V> extends Sharded<V> {
   constructor(shards: number) {
-    this.mask = maskOf(shards);
-    this.shards = Array.from({ length: shards }, () => new Map<string, V>());
-  }
-
-  get(key: string): V | undefined {
-    return (this.shards[shardOf(key, this.mask)] as Map<string, V>).get(key);
-  }
-
-  set(key: string, value: V): void {
-    (this.shards[shardOf(key, this.mask)] as Map<string, V>).set(key, value);
-  }
-
-  delete(key: string): void {
-    (this.shards[shardOf(key, this.mask)] as Map<string, V>).delete(key);
-  }
-
-  clear(): void {
-    for (const s of this.shards) s.clear();
-  }
-
-  get size(): number {
-    let n = 0;
-    for (const s of this.shards) n += s.size;
-    return n;
+    super(shards, () => new Map<string, V>());
   }
 }
