@@ -26,6 +26,14 @@
 // (bench/scale.ts, "sustained"); this runs builds against each other minutes
 // apart instead of one build once.
 // COLD_AB_NODE_FLAGS: Node.js flags for every build (`--trace-gc`, say).
+// COLD_AB_CACHE_ENTRIES: each instance's CACHE_MAX_ENTRIES (default twice the
+// keys seeded, so that the cache never evicts); with COLD_AB_FILL, that many
+// cold keys verified on each fresh instance before its timed runs, untimed, so
+// that a cache smaller than the fill is full when they start and every cold
+// key they take evicts one: the steady state of a deployment whose cache is
+// full and keeps taking keys it has not seen (bench/README.md, "A full cache's
+// tables rebuilt in one piece"). p99.9 and the slowest answer of each run are
+// printed beside its p99, for the stalls a full cache's churn may add.
 // COLD_AB_RATE: each run paced at this many verifications a second instead of
 // as fast as 50 connections go (cold-load.ts, COLD_LOAD_RATE): the latency at
 // a given load rather than at saturation; its runs also print sendLagP99.
@@ -47,7 +55,14 @@ const count = (name: string, def: number): number => {
   return n;
 };
 
-const checkouts = [...process.argv.slice(2).map((p) => path.resolve(p)), root];
+// An argument may carry Node.js flags for its build alone after the path, space
+// separated ("/work/x --no-memory-reducer"), and one checkout may be named more
+// than once, so that the same build runs with and without a flag.
+const builds = [...process.argv.slice(2), root].map((arg, i) => {
+  const [dir = "", ...flags] = i === process.argv.length - 2 ? [arg] : arg.split(" ").filter((w) => w !== "");
+  return { dir: path.resolve(dir), flags, label: [path.resolve(dir), ...flags].join(" ") };
+});
+const checkouts = builds.map((b) => b.dir);
 if (process.argv.length < 3) {
   process.stderr.write("usage: npm run bench:cold-ab -- <checkout> [<checkout>…]  (each with dist/ built)\n");
   process.exit(2);
@@ -61,13 +76,18 @@ const RUNS = count("COLD_AB_RUNS", 2);
 const RUN = count("COLD_AB_RUN_KEYS", 50_000);
 const RATE = process.env.COLD_AB_RATE === undefined || process.env.COLD_AB_RATE === "" ? undefined : count("COLD_AB_RATE", 1);
 const nodeFlags = (process.env.COLD_AB_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
-if (checkouts.length * ROUNDS * RUNS * RUN > KEYS - 1)
-  throw new Error(`${KEYS} keys are too few for ${checkouts.length} builds x ${ROUNDS} rounds x ${RUNS} runs x ${RUN}`);
+const CACHE_ENTRIES = count("COLD_AB_CACHE_ENTRIES", 2 * KEYS);
+const FILL = process.env.COLD_AB_FILL === undefined || process.env.COLD_AB_FILL === "" || process.env.COLD_AB_FILL === "0" ? 0 : count("COLD_AB_FILL", 1);
+if (checkouts.length * ROUNDS * (FILL + RUNS * RUN) > KEYS - 1)
+  throw new Error(`${KEYS} keys are too few for ${checkouts.length} builds x ${ROUNDS} rounds x (${FILL} filling + ${RUNS} runs x ${RUN})`);
 
 interface Run {
   rps: number;
   p50: number;
   p99: number;
+  p999: number;
+  /** The slowest answer of the run, ms. */
+  max: number;
   cpuUs: number;
   dbUs: number;
   /** How long keyhold's main thread waited, runnable, for a CPU, µs a verification (another process on its core). */
@@ -141,19 +161,36 @@ try {
     const turn = checkouts.map((_, i) => (r % 2 === 0 ? i : checkouts.length - 1 - i));
     for (const b of turn) {
       const checkout = checkouts[b] as string;
+      const label = builds[b]?.label ?? checkout;
+      // When the instance was started: each run's log line says when it ran, in seconds from here, to set it beside
+      // the instance's own clock (`--trace-gc` counts milliseconds from its start, ~0.1-0.3 s after this).
+      const startedAt = performance.now();
       const k = await startKeyhold(
-        { DATABASE_URL: url, CACHE_MAX_ENTRIES: String(2 * KEYS), CACHE_MAX_BYTES: String(16 * 1024 ** 3), CACHE_TTL_MS: "3600000" },
+        { DATABASE_URL: url, CACHE_MAX_ENTRIES: String(CACHE_ENTRIES), CACHE_MAX_BYTES: String(16 * 1024 ** 3), CACHE_TTL_MS: "3600000" },
         0,
-        nodeFlags,
+        [...nodeFlags, ...(builds[b]?.flags ?? [])],
         checkout,
       );
       try {
         await post(k.base, "keys.verifyKey", { key: warmKey }, rk);
+        // The fill: cold keys through the same generator, its figures left aside, in pieces of at most a run's size.
+        for (let filled = 0; filled < FILL; ) {
+          const n = Math.min(RUN, FILL - filled);
+          const file = path.join(tmp, "fill.txt");
+          fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + n), (x) => seededKey(seed, x)).join("\n")}\n`);
+          taken += n;
+          filled += n;
+          const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50"]);
+          const out = JSON.parse(execFileSync(cmd, args, { env: { ...process.env, COLD_LOAD_RATE: "" } }).toString()) as { valid: number };
+          if (out.valid !== n) throw new Error(`${label}: ${out.valid} of ${n} cold keys verified valid while filling its cache`);
+          if (filled === FILL || filled % (10 * RUN) === 0) log(`round ${r + 1}, ${label}: ${filled} of ${FILL} cold keys verified to fill its cache`);
+        }
         for (let i = 0; i < RUNS; i++) {
           const file = path.join(tmp, "keys.txt");
           fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + RUN), (n) => seededKey(seed, n)).join("\n")}\n`);
           taken += RUN;
           const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50", warmKey, "3000"]);
+          const runFrom = (performance.now() - startedAt) / 1000;
           const metricsOut = path.join(tmp, "metrics");
           const out = JSON.parse(
             execFileSync(cmd, args, {
@@ -169,6 +206,8 @@ try {
             rps: number;
             p50: number;
             p99: number;
+            p999: number;
+            max: number;
             cpuUsPerReq?: number;
             storeCpuUsPerReq?: number;
             waitUsPerReq?: number;
@@ -181,6 +220,8 @@ try {
             rps: Math.round(out.rps),
             p50: out.p50,
             p99: out.p99,
+            p999: out.p999,
+            max: out.max,
             cpuUs: Math.round(out.cpuUsPerReq ?? Number.NaN),
             dbUs: Math.round(out.storeCpuUsPerReq ?? Number.NaN),
             waitUs: Math.round(out.waitUsPerReq ?? Number.NaN),
@@ -192,9 +233,10 @@ try {
             valid: out.valid,
             ...(out.sendLagP99 === undefined ? {} : { sendLagP99: out.sendLagP99 }),
           };
-          if (run.valid !== RUN) throw new Error(`${checkout}: ${run.valid} of ${RUN} cold keys verified valid`);
+          if (run.valid !== RUN) throw new Error(`${label}: ${run.valid} of ${RUN} cold keys verified valid`);
           (results[b] as Run[]).push(run);
-          log(`round ${r + 1}, ${checkout}, run ${i + 1}: ${JSON.stringify(run)}`);
+          const runTo = (performance.now() - startedAt) / 1000;
+          log(`round ${r + 1}, ${label}, run ${i + 1} (${runFrom.toFixed(1)}-${runTo.toFixed(1)} s after the instance started): ${JSON.stringify(run)}`);
         }
       } finally {
         await stop(k.child);
@@ -202,27 +244,25 @@ try {
     }
   }
   const m = (xs: Run[], f: (x: Run) => number) => median(xs.map(f));
-  process.stdout.write(
-    `${"build".padEnd(36)}${"req/s".padStart(8)}${"p50".padStart(7)}${"p99".padStart(7)}${"CPU µs".padStart(8)}${"DB µs".padStart(7)}${"wait µs".padStart(8)}${"late99".padStart(7)}${"latemax".padStart(8)}${"GC ms".padStart(7)}${"stmt ms".padStart(9)}   p99 of each run\n`,
-  );
-  checkouts.forEach((c, b) => {
+  // One row a build: the column's heading, its width and how a median is written.
+  const columns: Array<[string, number, (xs: Run[]) => string]> = [
+    ["req/s", 8, (xs) => String(m(xs, (x) => x.rps))],
+    ["p50", 7, (xs) => m(xs, (x) => x.p50).toFixed(1)],
+    ["p99", 7, (xs) => m(xs, (x) => x.p99).toFixed(1)],
+    ["p99.9", 7, (xs) => m(xs, (x) => x.p999).toFixed(1)],
+    ["max", 7, (xs) => m(xs, (x) => x.max).toFixed(1)],
+    ["CPU µs", 8, (xs) => String(m(xs, (x) => x.cpuUs))],
+    ["DB µs", 7, (xs) => String(m(xs, (x) => x.dbUs))],
+    ["wait µs", 8, (xs) => String(m(xs, (x) => x.waitUs))],
+    ["late99", 7, (xs) => m(xs, (x) => x.lateP99Ms).toFixed(1)],
+    ["latemax", 8, (xs) => m(xs, (x) => x.lateMaxMs).toFixed(1)],
+    ["GC ms", 7, (xs) => String(m(xs, (x) => x.gcMs))],
+    ["stmt ms", 9, (xs) => m(xs, (x) => x.statementMs).toFixed(2)],
+  ];
+  process.stdout.write(`${"build".padEnd(36)}${columns.map(([h, w]) => h.padStart(w)).join("")}   p99 / max of each run\n`);
+  builds.forEach(({ label }, b) => {
     const xs = results[b] as Run[];
-    process.stdout.write(
-      `${c.padEnd(36)}${String(m(xs, (x) => x.rps)).padStart(8)}${m(xs, (x) => x.p50)
-        .toFixed(1)
-        .padStart(7)}${m(xs, (x) => x.p99)
-        .toFixed(1)
-        .padStart(7)}${String(m(xs, (x) => x.cpuUs)).padStart(8)}${String(m(xs, (x) => x.dbUs)).padStart(7)}${String(m(xs, (x) => x.waitUs)).padStart(8)}${m(
-        xs,
-        (x) => x.lateP99Ms,
-      )
-        .toFixed(1)
-        .padStart(7)}${m(xs, (x) => x.lateMaxMs)
-        .toFixed(1)
-        .padStart(8)}${String(m(xs, (x) => x.gcMs)).padStart(7)}${m(xs, (x) => x.statementMs)
-        .toFixed(2)
-        .padStart(9)}   ${xs.map((x) => x.p99).join(" ")}\n`,
-    );
+    process.stdout.write(`${label.padEnd(36)}${columns.map(([, w, f]) => f(xs).padStart(w)).join("")}   ${xs.map((x) => `${x.p99}/${x.max}`).join(" ")}\n`);
   });
   process.stdout.write(
     "medians of every run of each build; CPU and DB µs a cold verification; wait = keyhold's main thread runnable but waiting for a CPU, µs a verification; late = how late keyhold's event loop was (ms, the monitor's 10 ms interval taken off)\n",

@@ -1,7 +1,7 @@
 // Cold-key load generator: POSTs keys.verifyKey once for every key in a file (one
 // plaintext a line), in order, with N concurrent workers over keep-alive
 // connections. Each request carries a different key, so every verification
-// misses the server's cache. Prints one JSON line: rps, p50, p99 (ms), errors,
+// misses the server's cache. Prints one JSON line: rps, p50, p99, p999, max (ms), errors,
 // non2xx, ok, valid.
 //   node dist/bench/cold-load.js <url> <authorization|-> <keysFile> [<workers> [<warmKey> <warmRequests>]]
 // With a warm key (one the server has verified already, so a hit), the workers
@@ -173,5 +173,5 @@ const lagSorted = sendLags.sort();
 const paceFigures =
   rate === undefined ? {} : { rate, sendLagP99: Number((lagSorted[Math.min(lagSorted.length - 1, Math.floor(lagSorted.length * 0.99))] ?? 0).toFixed(2)) };
 process.stdout.write(
-  `${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), errors, non2xx, ok, valid, ...paceFigures, ...cpu })}\n`,
+  `${JSON.stringify({ requests: keys.length, seconds, rps: keys.length / seconds, p50: pct(50), p99: pct(99), p999: pct(99.9), max: pct(100), errors, non2xx, ok, valid, ...paceFigures, ...cpu })}\n`,
 );

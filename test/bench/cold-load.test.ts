@@ -18,6 +18,8 @@ interface Out {
   seconds: number;
   p50: number;
   p99: number;
+  p999: number;
+  max: number;
   ok: number;
   valid: number;
   rate?: number;
@@ -95,11 +97,18 @@ describe("bench: cold-load.js paced and closed-loop", () => {
   });
 
   it("closed loop: one worker waits the stall out on one request, so its p99 does not show it", async () => {
-    const out = await run(800, 1);
-    expect(out.ok).toBe(800);
+    // 3,000 one after another: longer than the 300 ms the stall ends at, on a fast machine too.
+    const out = await run(3000, 1);
+    expect(out.ok).toBe(3000);
     expect(out.rate).toBeUndefined();
-    // At most one request (or two, the stall's edge) of 800 was held.
+    expect(out.seconds).toBeGreaterThan(0.3);
+    // At most one request (or two, the stall's edge) of 3,000 was held.
     expect(out.p99).toBeLessThan(60);
+    // The slowest answer is the one that waited the stall out: the first request
+    // after 200 ms, held until 300.
+    expect(out.max).toBeGreaterThan(80);
+    expect(out.p999).toBeGreaterThanOrEqual(out.p99);
+    expect(out.max).toBeGreaterThanOrEqual(out.p999);
   });
 
   it("refuses a rate that is not a positive number", () => {
