@@ -157,6 +157,13 @@ try {
   const warmKey = seededKey(seed, 0);
   const auth = `Bearer ${rk}`;
   const results: Run[][] = checkouts.map(() => []);
+  /** The next `n` keys of the order, never verified before, written one a line to `name` for cold-load.js. */
+  const nextKeys = (name: string, n: number): string => {
+    const file = path.join(tmp, name);
+    fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + n), (x) => seededKey(seed, x)).join("\n")}\n`);
+    taken += n;
+    return file;
+  };
   for (let r = 0; r < ROUNDS; r++) {
     const turn = checkouts.map((_, i) => (r % 2 === 0 ? i : checkouts.length - 1 - i));
     for (const b of turn) {
@@ -176,9 +183,7 @@ try {
         // The fill: cold keys through the same generator, its figures left aside, in pieces of at most a run's size.
         for (let filled = 0; filled < FILL; ) {
           const n = Math.min(RUN, FILL - filled);
-          const file = path.join(tmp, "fill.txt");
-          fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + n), (x) => seededKey(seed, x)).join("\n")}\n`);
-          taken += n;
+          const file = nextKeys("fill.txt", n);
           filled += n;
           const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50"]);
           const out = JSON.parse(execFileSync(cmd, args, { env: { ...process.env, COLD_LOAD_RATE: "" } }).toString()) as { valid: number };
@@ -186,9 +191,7 @@ try {
           if (filled === FILL || filled % (10 * RUN) === 0) log(`round ${r + 1}, ${label}: ${filled} of ${FILL} cold keys verified to fill its cache`);
         }
         for (let i = 0; i < RUNS; i++) {
-          const file = path.join(tmp, "keys.txt");
-          fs.writeFileSync(file, `${Array.from(order.subarray(taken, taken + RUN), (n) => seededKey(seed, n)).join("\n")}\n`);
-          taken += RUN;
+          const file = nextKeys("keys.txt", RUN);
           const [cmd, args] = pinned(1, process.execPath, [path.join(here, "cold-load.js"), `${k.base}/v2/keys.verifyKey`, auth, file, "50", warmKey, "3000"]);
           const runFrom = (performance.now() - startedAt) / 1000;
           const metricsOut = path.join(tmp, "metrics");
