@@ -89,6 +89,64 @@ describe("ShardedLru", () => {
     expect(lru.size).toBeGreaterThan(100);
   });
 
+  it("tells dispose why each value left, and counts a replaced value's new size", () => {
+    const gone: string[] = [];
+    const lru = new ShardedLru<string>({ max: 3, maxSize: 10, sizeCalculation: (v) => v.length, dispose: (v, k, why) => gone.push(`${k}=${v} ${why}`) }, 1);
+    lru.set("a", "1");
+    lru.set("b", "2");
+    lru.set("c", "3");
+    lru.get("a");
+    lru.set("d", "4");
+    lru.set("a", "10");
+    lru.delete("c");
+    lru.delete("c");
+    expect(gone).toEqual(["b=2 evict", "a=1 set", "c=3 delete"]);
+    expect([lru.get("a"), lru.get("d"), lru.size]).toEqual(["10", "4", 2]);
+    // a (2) and d (1) held; a grown to 10 leaves no room for d.
+    lru.set("a", "1234567890");
+    expect(gone.slice(3)).toEqual(["a=10 set", "d=4 evict"]);
+    expect([lru.get("a"), lru.get("d"), lru.size]).toEqual(["1234567890", undefined, 1]);
+    // Larger than maxSize: not held, and the value it would replace is dropped.
+    lru.set("a", "12345678901");
+    expect(gone.at(-1)).toBe("a=1234567890 delete");
+    expect([lru.get("a"), lru.size]).toEqual([undefined, 0]);
+    lru.set("e", "5");
+    lru.clear();
+    expect(gone.at(-1)).toBe("e=5 delete");
+    expect(lru.size).toBe(0);
+  });
+
+  it("serves a value for its ttl, then forgets it", async () => {
+    const gone: string[] = [];
+    const lru = new ShardedLru<number>({ max: 10, ttl: 30, dispose: (v, k, why) => gone.push(`${k}=${v} ${why}`) }, 2);
+    lru.set("a", 1);
+    expect(lru.get("a")).toBe(1);
+    await new Promise((r) => setTimeout(r, 60));
+    lru.set("b", 2);
+    expect(lru.get("a")).toBeUndefined();
+    expect(lru.get("b")).toBe(2);
+    expect(gone).toEqual(["a=1 expire"]);
+  });
+
+  it("finds each key's own value while its slots are taken again and again, in any shard", () => {
+    const lru = new ShardedLru<{ i: number }>({ max: 20_000 }, 8);
+    for (let i = 0; i < 100_000; i++) {
+      lru.set(digest(i), { i });
+      // Some replaced, some deleted, as records are.
+      if (i % 7 === 0) lru.set(digest(i), { i });
+      if (i % 11 === 0) lru.delete(digest(i - 5));
+    }
+    let held = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const v = lru.get(digest(i));
+      if (v === undefined) continue;
+      expect(v.i).toBe(i);
+      held++;
+    }
+    expect(held).toBe(lru.size);
+    expect(held).toBeGreaterThan(19_000);
+  });
+
   it("refuses a shard count that is not a power of two", () => {
     expect(() => new ShardedLru<number>({ max: 10 }, 3)).toThrow(/power of two/);
     expect(() => new ShardedMap<number>(0)).toThrow(/power of two/);

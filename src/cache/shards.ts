@@ -10,6 +10,8 @@
 // against sharded: 75-95 ms against 10-12 at 1,000,000 records, 14-21 ms
 // against 4-8 at 100,000 (the default CACHE_MAX_ENTRIES). What it costs: a hot
 // get() 10-40 ns more (a scratch loop), a set() that evicts ~0.8 µs more.
+// The values an LRU's shards point to stay in one table (ShardedLru), for the
+// garbage collector's sake.
 
 import { LRUCache } from "lru-cache";
 
@@ -47,7 +49,7 @@ export function shardOf(key: string, mask: number): number {
   return (Math.imul(head ^ Math.imul(tail, 0x85ebca6b), 0x9e3779b1) >>> 25) & mask;
 }
 
-/** What a shard is: a Map, or an lru-cache. */
+/** What a ShardedMap's shard is. */
 interface Table<V> {
   get(key: string): V | undefined;
   set(key: string, value: V): unknown;
@@ -94,17 +96,131 @@ class Sharded<V> {
   }
 }
 
+export interface LruOptions<V> {
+  /** Entries held at most (each shard its share, rounded up). */
+  max: number;
+  /** With sizeCalculation: what the entries' sizes add up to at most (each shard its share, rounded up). */
+  maxSize?: number;
+  /** An entry's size: a whole number of at least 1. */
+  sizeCalculation?: (value: V, key: string) => number;
+  /** Milliseconds an entry is served for after it was set; unset, for ever. */
+  ttl?: number;
+  /** Called once an entry has left: pushed out for room, outlived its ttl, deleted (by clear() too), or replaced by a set(). */
+  dispose?: (value: V, key: string, reason: "evict" | "expire" | "delete" | "set") => void;
+}
+
+/** Slots a page of values holds. */
+const PAGE_BITS = 12;
+const PAGE = 1 << PAGE_BITS;
+const PAGE_MASK = PAGE - 1;
+
 /**
  * An LRU of string keys as `shards` lru-caches, each holding its share of `max`
  * and `maxSize` (rounded up): least recently used within its shard, which for
  * keys spread evenly over the shards is the least recently used of the cache
  * but for at most a shard's rounding.
+ *
+ * The shards hold slot numbers; the values sit in one table of slots, in pages
+ * of PAGE, a slot emptied by an eviction taken by the next value set. Why not
+ * the values in the shards, as before 2026-12-03: each shard's values then sat
+ * in an array of its own, one record in every `shards` in the order the miss
+ * path made them, and V8's marker, which follows those arrays, went through the
+ * heap in strides. A full mark of 400,000 key records in a RecordCache took
+ * twice as long as in one lru-cache (scratch, a full gc() of one heap, median
+ * of 7: 296-371 ms in 64 shards, 158-171 whole; in a model of it, 196, 244-264
+ * and 270-277 ms at 2, 4 and 8 shards), and in a server under load that
+ * marking is steps on the main thread (bench/README.md, "A full cache's churn,
+ * end to end"). One table of slots, refilled in the order its records are
+ * evicted, which is about the order they were made, is marked as one
+ * lru-cache's values were.
  */
-export class ShardedLru<V extends {}> extends Sharded<V> {
-  constructor(opts: LRUCache.Options<string, V, unknown> & { max: number }, shards: number) {
-    const each: LRUCache.Options<string, V, unknown> = { ...opts, max: Math.ceil(opts.max / shards) };
-    if (opts.maxSize !== undefined) each.maxSize = Math.ceil(opts.maxSize / shards);
-    super(shards, () => new LRUCache<string, V>(each));
+export class ShardedLru<V extends {}> {
+  private readonly shards: LRUCache<string, number>[];
+  private readonly mask: number;
+  private readonly sizeOf: ((value: V, key: string) => number) | undefined;
+  private readonly maxEntrySize: number;
+  private readonly dispose: LruOptions<V>["dispose"];
+  /** Slot i's value: page i >>> PAGE_BITS, at i & PAGE_MASK (pages added as slots are first taken, so that no array of them is copied to grow). */
+  private pages: (V | undefined)[][] = [];
+  /** Slots emptied, taken again before a new one. */
+  private free: number[] = [];
+  /** Slots ever taken: the next new slot's number. */
+  private used = 0;
+
+  constructor(opts: LruOptions<V>, shards: number) {
+    if (!Number.isInteger(shards) || shards < 1 || (shards & (shards - 1)) !== 0) throw new Error(`shards must be a power of two (got ${shards})`);
+    this.mask = shards - 1;
+    this.sizeOf = opts.sizeCalculation;
+    this.dispose = opts.dispose;
+    const each: LRUCache.Options<string, number, unknown> = {
+      max: Math.ceil(opts.max / shards),
+      dispose: (slot, key, reason) => this.release(slot, key, reason === "fetch" ? "delete" : reason),
+    };
+    if (opts.ttl !== undefined && opts.ttl > 0) each.ttl = opts.ttl;
+    // Sizes are given with each set(), reckoned from the value rather than from its slot's number.
+    if (opts.sizeCalculation !== undefined) each.maxSize = Math.ceil((opts.maxSize ?? Number.MAX_SAFE_INTEGER) / shards);
+    this.maxEntrySize = each.maxSize ?? Number.POSITIVE_INFINITY;
+    this.shards = Array.from({ length: shards }, () => new LRUCache<string, number>(each));
+  }
+
+  get(key: string): V | undefined {
+    const slot = (this.shards[shardOf(key, this.mask)] as LRUCache<string, number>).get(key);
+    return slot === undefined ? undefined : (this.pages[slot >>> PAGE_BITS] as (V | undefined)[])[slot & PAGE_MASK];
+  }
+
+  set(key: string, value: V): void {
+    const shard = this.shards[shardOf(key, this.mask)] as LRUCache<string, number>;
+    const size = this.sizeOf === undefined ? undefined : this.sizeOf(value, key);
+    if (size !== undefined && size > this.maxEntrySize) {
+      // Never held (lru-cache holds nothing larger than its maxSize); the key's old value goes with it.
+      shard.delete(key);
+      return;
+    }
+    // A new slot even for a key held: the shard then sees a new value, counts its
+    // size, and hands the old value's slot to release() (reason "set").
+    const slot = this.take();
+    (this.pages[slot >>> PAGE_BITS] as (V | undefined)[])[slot & PAGE_MASK] = value;
+    // Pushes out the shard's least recently used when it is full: release() empties that slot.
+    shard.set(key, slot, size === undefined ? undefined : { size });
+  }
+
+  delete(key: string): void {
+    (this.shards[shardOf(key, this.mask)] as LRUCache<string, number>).delete(key);
+  }
+
+  clear(): void {
+    for (const s of this.shards) s.clear();
+    this.pages = [];
+    this.free = [];
+    this.used = 0;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const s of this.shards) n += s.size;
+    return n;
+  }
+
+  get shardCount(): number {
+    return this.shards.length;
+  }
+
+  /** A slot for a new value: the one emptied last (under churn, the one just evicted), or the next. */
+  private take(): number {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    const slot = this.used++;
+    if ((slot & PAGE_MASK) === 0) this.pages.push(new Array<V | undefined>(PAGE).fill(undefined));
+    return slot;
+  }
+
+  /** What a shard calls when an entry leaves it: the slot emptied, then the value handed to dispose. */
+  private release(slot: number, key: string, reason: "evict" | "expire" | "delete" | "set"): void {
+    const page = this.pages[slot >>> PAGE_BITS] as (V | undefined)[];
+    const value = page[slot & PAGE_MASK] as V;
+    page[slot & PAGE_MASK] = undefined;
+    this.free.push(slot);
+    this.dispose?.(value, key, reason);
   }
 }
 
