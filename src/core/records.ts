@@ -69,21 +69,24 @@ export interface KeyDetails extends KeyRecord {
  * What a cached key costs in heap, roughly: what CACHE_MAX_BYTES counts (the
  * cache adds the hash it is filed under). Measured on records shaped as the
  * miss path makes them (ids shared as lookup.ts shares them, empty lists as
- * NONE), 20,000 of a shape in a RecordCache with their tags, `gc()` before and
- * after, on Node 20 (src/domain/keys/record-size.test.ts): 592 bytes of heap a
- * plain key with its hash, 936 with five permissions and two roles, 903 with
- * two limits, 1,155 with an identity (a one-field meta, one limit), 773 with a
- * name and a four-field meta (with limits, 1,404 and 1,556 once the checks its
- * first verification keeps are made: keptChecksSize below). End to end a plain key took 798-805 bytes before
- * NONE (docs/caching.md), ~120 more than the model then (680): the base is set
- * for that. A parsed meta takes about 2.5 times its JSON's length; a short
- * string about its length and 30 bytes. So this counts 1.05-1.22 of the model's
- * heap; the estimate before (a base of 400, a meta at its JSON's length)
- * counted ~0.55 of a plain key's heap end to end, so a cache bounded by bytes
- * took up to twice what it was set to.
+ * NONE), 20,000 of a shape in a RecordCache set up as the key cache is (its
+ * group tags, its shards) with their tags, `gc()` before and after, on Node 20
+ * (src/domain/keys/record-size.test.ts): 507 bytes of heap a plain key with its
+ * hash, 825 with five permissions and two roles, 1,263 with two limits, 1,376
+ * with an identity (a one-field meta, one limit), 661 with a name and a
+ * four-field meta (the two with limits once the checks their first
+ * verification keeps are made: keptChecksSize below). Since a record's own tag
+ * is held as one string rather than an array of its tags (2026-12-03), ~72
+ * bytes less each (158 with an identity): 579, 895, 1,335, 1,534 and 734
+ * before. End to end a plain key took 798-805 bytes before NONE
+ * (docs/caching.md), ~120 more than the model then (680): the base was set for
+ * that, and is 70 lower with the one-string tag. So this counts 1.15-1.29 of
+ * the model's heap; the estimate before (a base of 400, a meta at its JSON's
+ * length) counted ~0.55 of a plain key's heap end to end, so a cache bounded by
+ * bytes took up to twice what it was set to.
  */
 export const keyRecordSize = (k: KeyRecord): number =>
-  680 +
+  610 +
   Math.ceil(k.metaSize * 2.5) +
   (k.name === undefined ? 0 : k.name.length + 24) +
   k.permissions.reduce((n, p) => n + p.length + 32, 0) +

@@ -93,7 +93,11 @@ describe("keyRecordSize", () => {
   function measureOnce(shape: Shape): { estimate: number; heap: number } {
     const N = 20_000;
     // Made before the first reading: the cache's own arrays (sized by its entry bound) and the shared ids.
-    const cache = new RecordCache<KeyRecord>({ maxEntries: N, maxBytes: Number.MAX_SAFE_INTEGER, ttlMs: 3_600_000, negativeTtlMs: 2_000 }, keyRecordSize);
+    // Set up as the key cache is (server/deps.ts): `api:` and `ws:` group tags, digest shards; room for all N whatever a shard's rounding.
+    const cache = new RecordCache<KeyRecord>(
+      { maxEntries: 2 * N, maxBytes: Number.MAX_SAFE_INTEGER, ttlMs: 3_600_000, negativeTtlMs: 2_000, groups: ["api:", "ws:"], digestKeys: true },
+      keyRecordSize,
+    );
     const warm = record(shape, -1);
     cache.set(warm.hash, warm, keyTags(warm));
     cache.delete(warm.hash);
