@@ -49,50 +49,29 @@ export function shardOf(key: string, mask: number): number {
   return (Math.imul(head ^ Math.imul(tail, 0x85ebca6b), 0x9e3779b1) >>> 25) & mask;
 }
 
-/** What a ShardedMap's shard is. */
-interface Table<V> {
-  get(key: string): V | undefined;
-  set(key: string, value: V): unknown;
-  delete(key: string): unknown;
-  clear(): void;
-  readonly size: number;
-}
-
-/** String keys in `shards` tables (a power of two), each key in the one shardOf picks. */
-class Sharded<V> {
-  protected readonly shards: Table<V>[];
+/** `count` tables (a power of two), each key in the one shardOf picks. */
+class Shards<T extends { clear(): void; readonly size: number }> {
+  readonly all: readonly T[];
   private readonly mask: number;
 
-  constructor(shards: number, table: () => Table<V>) {
-    if (!Number.isInteger(shards) || shards < 1 || (shards & (shards - 1)) !== 0) throw new Error(`shards must be a power of two (got ${shards})`);
-    this.mask = shards - 1;
-    this.shards = Array.from({ length: shards }, table);
+  constructor(count: number, table: () => T) {
+    if (!Number.isInteger(count) || count < 1 || (count & (count - 1)) !== 0) throw new Error(`shards must be a power of two (got ${count})`);
+    this.mask = count - 1;
+    this.all = Array.from({ length: count }, table);
   }
 
-  get(key: string): V | undefined {
-    return (this.shards[shardOf(key, this.mask)] as Table<V>).get(key);
-  }
-
-  set(key: string, value: V): void {
-    (this.shards[shardOf(key, this.mask)] as Table<V>).set(key, value);
-  }
-
-  delete(key: string): void {
-    (this.shards[shardOf(key, this.mask)] as Table<V>).delete(key);
+  of(key: string): T {
+    return this.all[shardOf(key, this.mask)] as T;
   }
 
   clear(): void {
-    for (const s of this.shards) s.clear();
+    for (const t of this.all) t.clear();
   }
 
   get size(): number {
     let n = 0;
-    for (const s of this.shards) n += s.size;
+    for (const t of this.all) n += t.size;
     return n;
-  }
-
-  get shardCount(): number {
-    return this.shards.length;
   }
 }
 
@@ -135,8 +114,7 @@ const PAGE_MASK = PAGE - 1;
  * lru-cache's values were.
  */
 export class ShardedLru<V extends {}> {
-  private readonly shards: LRUCache<string, number>[];
-  private readonly mask: number;
+  private readonly shards: Shards<LRUCache<string, number>>;
   private readonly sizeOf: ((value: V, key: string) => number) | undefined;
   private readonly maxEntrySize: number;
   private readonly dispose: LruOptions<V>["dispose"];
@@ -148,8 +126,6 @@ export class ShardedLru<V extends {}> {
   private used = 0;
 
   constructor(opts: LruOptions<V>, shards: number) {
-    if (!Number.isInteger(shards) || shards < 1 || (shards & (shards - 1)) !== 0) throw new Error(`shards must be a power of two (got ${shards})`);
-    this.mask = shards - 1;
     this.sizeOf = opts.sizeCalculation;
     this.dispose = opts.dispose;
     const each: LRUCache.Options<string, number, unknown> = {
@@ -160,16 +136,16 @@ export class ShardedLru<V extends {}> {
     // Sizes are given with each set(), reckoned from the value rather than from its slot's number.
     if (opts.sizeCalculation !== undefined) each.maxSize = Math.ceil((opts.maxSize ?? Number.MAX_SAFE_INTEGER) / shards);
     this.maxEntrySize = each.maxSize ?? Number.POSITIVE_INFINITY;
-    this.shards = Array.from({ length: shards }, () => new LRUCache<string, number>(each));
+    this.shards = new Shards(shards, () => new LRUCache<string, number>(each));
   }
 
   get(key: string): V | undefined {
-    const slot = (this.shards[shardOf(key, this.mask)] as LRUCache<string, number>).get(key);
+    const slot = this.shards.of(key).get(key);
     return slot === undefined ? undefined : (this.pages[slot >>> PAGE_BITS] as (V | undefined)[])[slot & PAGE_MASK];
   }
 
   set(key: string, value: V): void {
-    const shard = this.shards[shardOf(key, this.mask)] as LRUCache<string, number>;
+    const shard = this.shards.of(key);
     const size = this.sizeOf === undefined ? undefined : this.sizeOf(value, key);
     if (size !== undefined && size > this.maxEntrySize) {
       // Never held (lru-cache holds nothing larger than its maxSize); the key's old value goes with it.
@@ -185,24 +161,22 @@ export class ShardedLru<V extends {}> {
   }
 
   delete(key: string): void {
-    (this.shards[shardOf(key, this.mask)] as LRUCache<string, number>).delete(key);
+    this.shards.of(key).delete(key);
   }
 
   clear(): void {
-    for (const s of this.shards) s.clear();
+    this.shards.clear();
     this.pages = [];
     this.free = [];
     this.used = 0;
   }
 
   get size(): number {
-    let n = 0;
-    for (const s of this.shards) n += s.size;
-    return n;
+    return this.shards.size;
   }
 
   get shardCount(): number {
-    return this.shards.length;
+    return this.shards.all.length;
   }
 
   /** A slot for a new value: the one emptied last (under churn, the one just evicted), or the next. */
@@ -225,8 +199,30 @@ export class ShardedLru<V extends {}> {
 }
 
 /** A Map of string keys as `shards` Maps (no bound: the shards only keep each table small). */
-export class ShardedMap<V> extends Sharded<V> {
+export class ShardedMap<V> {
+  private readonly shards: Shards<Map<string, V>>;
+
   constructor(shards: number) {
-    super(shards, () => new Map<string, V>());
+    this.shards = new Shards(shards, () => new Map<string, V>());
+  }
+
+  get(key: string): V | undefined {
+    return this.shards.of(key).get(key);
+  }
+
+  set(key: string, value: V): void {
+    this.shards.of(key).set(key, value);
+  }
+
+  delete(key: string): void {
+    this.shards.of(key).delete(key);
+  }
+
+  clear(): void {
+    this.shards.clear();
+  }
+
+  get size(): number {
+    return this.shards.size;
   }
 }
