@@ -37,7 +37,7 @@ export function shardCount(maxEntries: number, maxBytes = Number.POSITIVE_INFINI
  * near its end (the last is left out: a base64 digest's is always "="), mixed
  * (Fibonacci hashing) so that the top bits pick the shard. A SHA-256 digest's
  * first characters are uniform; the keys that share a prefix (a tag,
- * `key:key_1ChQh4…`; a remembered miss, `import|<migration>|<hash>`) end in a
+ * `identity:id_1ChQh4…`; a remembered miss, `import|<migration>|<hash>`) end in a
  * random id or a digest. Eight characters, not the whole key: FNV-1a over a
  * 44-character key took ~310 ns here, more than the lookup it would shard.
  */

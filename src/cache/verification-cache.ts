@@ -19,7 +19,7 @@ interface Entry<T> {
   value: T;
   /**
    * Its tags that the tag index holds (all but the group tags): the one tag
-   * itself when it has one, as a key's `key:<id>` is for most keys. An array of
+   * itself when it has one, as a key's id is for most keys. An array of
    * all its tags was two more objects for the collector to mark, ~72 bytes
    * (record-size.test.ts): a key cache of 400,000 plain keys took 232 MB and a
    * full gc() 181-187 ms with it, 203 MB and 144-157 ms without (scratch,
@@ -91,7 +91,7 @@ export class RecordCache<T extends object> {
   private readonly misses: ShardedLru<true>;
   /**
    * The hashes set with each tag: the hash itself while it is the only one (a
-   * key's own `key:` tag, most identities' tags), a Set from the second on.
+   * key's own tag, its id; most identities' tags), a Set from the second on.
    * Measured with 200,000 records shaped like a key's: 1,095 bytes of heap a
    * cached key, 410 of them its tags, 152 of those the Set of its own `key:` tag.
    */

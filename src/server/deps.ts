@@ -96,6 +96,10 @@ export function buildDeps(config: Config, pool: Pool, log: Logger, clock: Clock 
         keyCache.deleteTag(`api:${id}`);
         apiCache.deleteTag(`api:${id}`);
         break;
+      case "key":
+        // A key's own tag is its id (keyTags, domain/keys/lookup.ts).
+        keyCache.deleteTag(id);
+        break;
       default:
         keyCache.deleteTag(`${kind}:${id}`);
     }

@@ -101,8 +101,10 @@ describe("verification cache", () => {
     const read = keyRecordByHash(h.deps, hash);
     await readBegun();
     h.deps.keyCache.delete(hashKey("another_key_just_created"));
-    h.deps.keyCache.deleteTag("key:another_key_changed");
+    // Evicted at once; the row that tells other instances is written after.
+    const told = h.deps.invalidate("key", "key_another_changed");
     expect(await read).toMatchObject({ id: keyId });
+    await told;
     expect(h.deps.keyCache.get(hash)).toMatchObject({ id: keyId });
   });
 
@@ -111,17 +113,33 @@ describe("verification cache", () => {
     const { keyId, key } = await createKey(h, apiId);
     const hash = hashKey(key);
     for (const invalidate of [
-      () => h.deps.keyCache.deleteTag(`key:${keyId}`),
+      // As updateKey invalidates it: the cache's tag for a key is the one keyTags gives and this evicts.
+      () => h.deps.invalidate("key", keyId),
       () => h.deps.keyCache.deleteTag(`api:${apiId}`),
       () => h.deps.keyCache.delete(hash),
       () => h.deps.keyCache.clear(),
     ]) {
       const read = keyRecordByHash(h.deps, hash);
       await readBegun();
-      invalidate();
+      const done = invalidate();
       expect(await read).toMatchObject({ id: keyId });
+      await done;
       expect(h.deps.keyCache.get(hash), String(invalidate)).toBeUndefined();
     }
+  });
+
+  it("a cached key holds when it was last refilled only when it has a refill (a key without one holds no heap number for it)", async () => {
+    const apiId = await createApi(h);
+    const plain = await createKey(h, apiId);
+    const refilled = await createKey(h, apiId, { credits: { remaining: 1, refill: { interval: "daily", amount: 3 } } });
+    const before = Date.now();
+    for (const k of [plain, refilled]) await keyRecordByHash(h.deps, hashKey(k.key));
+    expect(h.deps.keyCache.get(hashKey(plain.key))).toMatchObject({ id: plain.keyId, refill: undefined, lastRefillAt: undefined });
+    const cached = h.deps.keyCache.get(hashKey(refilled.key)) as { lastRefillAt: unknown; refill: unknown };
+    expect(cached.refill).toEqual({ amount: 3, day: undefined });
+    // Its creation, within the minute before the read (the database's clock is this machine's).
+    expect(cached.lastRefillAt).toBeGreaterThan(before - 60_000);
+    expect(cached.lastRefillAt).toBeLessThanOrEqual(Date.now());
   });
 
   it("a cold key is cached while keys are being created all the time", async () => {

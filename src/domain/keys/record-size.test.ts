@@ -61,7 +61,8 @@ function record(shape: Shape, i: number): KeyRecord {
     enabled: true,
     limitedCredits: false,
     refill: undefined,
-    lastRefillAt: Date.now(),
+    // As toRecord (lookup.ts) leaves it in a record without a refill.
+    lastRefillAt: undefined,
     identity:
       shape === "an identity"
         ? { id: id("id_"), externalId: fresh(`user_${i}`), meta: JSON.parse(fresh('{"plan":"pro"}')) as Record<string, unknown>, ratelimits: [limit()] }

@@ -248,7 +248,8 @@ function credits(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord
 async function spend(deps: Deps, p: Principal, input: VerifyKeyInput, key: KeyRecord, now: number, outcomes: RatelimitOutcome[]): Promise<VerifyOutcome> {
   const result = (code: Exclude<VerifyCode, "NOT_FOUND">, credits: number | undefined, spentCredits = 0) =>
     outcome(deps, p, input, key, now, code, credits, outcomes, spentCredits);
-  if (key.refill !== undefined && refillDue(key.refill, key.lastRefillAt, now)) {
+  // Every record with a refill has lastRefillAt (toRecord); were one without it, `?? now` would grant nothing rather than a refill.
+  if (key.refill !== undefined && refillDue(key.refill, key.lastRefillAt ?? now, now)) {
     await applyRefill(deps.pool, key.id, currentRefillPeriodStart(key.refill, now), now);
     key.lastRefillAt = now;
   }
