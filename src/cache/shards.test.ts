@@ -149,6 +149,52 @@ describe("ShardedLru", () => {
     expect(held).toBeGreaterThan(19_000);
   });
 
+  it("keeps a slot's two extras with its value, and hands them to dispose with it", () => {
+    const gone: string[] = [];
+    const lru = new ShardedLru<string, string, number>(
+      { max: 2, extras: true, dispose: (v, k, why, first, second) => gone.push(`${k}=${v},${first},${second} ${why}`) },
+      1,
+    );
+    const extras = (k: string) => {
+      const slot = lru.slotOf(k);
+      return slot < 0 ? undefined : [lru.valueAt(slot), lru.firstAt(slot), lru.secondAt(slot)];
+    };
+    lru.set("a", "1", "a-own", 10);
+    lru.set("b", "2", "b-own", 20);
+    expect([extras("a"), extras("b"), extras("c")]).toEqual([["1", "a-own", 10], ["2", "b-own", 20], undefined]);
+    // slotOf is a use: a read last, b goes first.
+    lru.slotOf("a");
+    lru.set("c", "3", "c-own", 30);
+    lru.set("a", "4", "a-new", 40);
+    lru.delete("c");
+    expect(gone).toEqual(["b=2,b-own,20 evict", "a=1,a-own,10 set", "c=3,c-own,30 delete"]);
+    // The emptied slots are taken again (d takes c's): what they held before does not come back.
+    lru.set("d", "5");
+    lru.set("e", "6", "e-own");
+    expect([extras("d"), extras("e"), extras("a")]).toEqual([["5", undefined, undefined], ["6", "e-own", undefined], undefined]);
+    expect(gone.at(-1)).toBe("a=4,a-new,40 evict");
+    lru.clear();
+    expect(gone.slice(-2).sort()).toEqual(["d=5,undefined,undefined delete", "e=6,e-own,undefined delete"]);
+  });
+
+  it("finds each key's own value and extras while slots are taken again and again, in any shard", () => {
+    const lru = new ShardedLru<{ i: number }, string, number>({ max: 20_000, extras: true }, 8);
+    for (let i = 0; i < 100_000; i++) {
+      lru.set(digest(i), { i }, `own ${i}`, -i);
+      if (i % 7 === 0) lru.set(digest(i), { i }, `own ${i}`, -i);
+      if (i % 11 === 0) lru.delete(digest(i - 5));
+    }
+    let held = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const slot = lru.slotOf(digest(i));
+      if (slot < 0) continue;
+      expect([lru.valueAt(slot).i, lru.firstAt(slot), lru.secondAt(slot)]).toEqual([i, `own ${i}`, -i]);
+      held++;
+    }
+    expect(held).toBe(lru.size);
+    expect(held).toBeGreaterThan(19_000);
+  });
+
   it("refuses a shard count that is not a power of two", () => {
     expect(() => new ShardedLru<number>({ max: 10 }, 3)).toThrow(/power of two/);
     expect(() => new ShardedMap<number>(0)).toThrow(/power of two/);

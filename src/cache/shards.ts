@@ -75,7 +75,7 @@ class Shards<T extends { clear(): void; readonly size: number }> {
   }
 }
 
-export interface LruOptions<V> {
+export interface LruOptions<V, A = undefined, B = undefined> {
   /** Entries held at most (each shard its share, rounded up). */
   max: number;
   /** With sizeCalculation: what the entries' sizes add up to at most (each shard its share, rounded up). */
@@ -84,8 +84,10 @@ export interface LruOptions<V> {
   sizeCalculation?: (value: V, key: string) => number;
   /** Milliseconds an entry is served for after it was set; unset, for ever. */
   ttl?: number;
-  /** Called once an entry has left: pushed out for room, outlived its ttl, deleted (by clear() too), or replaced by a set(). */
-  dispose?: (value: V, key: string, reason: "evict" | "expire" | "delete" | "set") => void;
+  /** Called once an entry has left: pushed out for room, outlived its ttl, deleted (by clear() too), or replaced by a set(); with its extras. */
+  dispose?: (value: V, key: string, reason: "evict" | "expire" | "delete" | "set", first: A, second: B) => void;
+  /** Each slot holds two extras beside its value (ShardedLru.set); without, a slot holds its value alone. */
+  extras?: boolean;
 }
 
 /** Slots a page of values holds. */
@@ -112,22 +114,35 @@ const PAGE_MASK = PAGE - 1;
  * end to end"). One table of slots, refilled in the order its records are
  * evicted, which is about the order they were made, is marked as one
  * lru-cache's values were.
+ *
+ * With `extras`, a slot holds two more values beside its own, which come back
+ * with it (firstAt, secondAt, dispose): what a RecordCache keeps about a record
+ * (its own tags, its group cells) sits beside it in the page rather than in an
+ * object of its own that points at it, one object fewer a record for the
+ * collector to mark (bench/README.md, "A record's entry").
  */
-export class ShardedLru<V extends {}> {
+export class ShardedLru<V extends {}, A = undefined, B = undefined> {
   private readonly shards: Shards<LRUCache<string, number>>;
   private readonly sizeOf: ((value: V, key: string) => number) | undefined;
   private readonly maxEntrySize: number;
-  private readonly dispose: LruOptions<V>["dispose"];
-  /** Slot i's value: page i >>> PAGE_BITS, at i & PAGE_MASK (pages added as slots are first taken, so that no array of them is copied to grow). */
-  private pages: (V | undefined)[][] = [];
+  private readonly dispose: LruOptions<V, A, B>["dispose"];
+  /** Array elements a slot takes: its value, and its two extras if it has them. */
+  private readonly stride: number;
+  /**
+   * Slot i's value: page i >>> PAGE_BITS, at stride * (i & PAGE_MASK), its
+   * extras just after (pages added as slots are first taken, so that no array of
+   * them is copied to grow).
+   */
+  private pages: unknown[][] = [];
   /** Slots emptied, taken again before a new one. */
   private free: number[] = [];
   /** Slots ever taken: the next new slot's number. */
   private used = 0;
 
-  constructor(opts: LruOptions<V>, shards: number) {
+  constructor(opts: LruOptions<V, A, B>, shards: number) {
     this.sizeOf = opts.sizeCalculation;
     this.dispose = opts.dispose;
+    this.stride = opts.extras === true ? 3 : 1;
     const each: LRUCache.Options<string, number, unknown> = {
       max: Math.ceil(opts.max / shards),
       dispose: (slot, key, reason) => this.release(slot, key, reason === "fetch" ? "delete" : reason),
@@ -141,10 +156,31 @@ export class ShardedLru<V extends {}> {
 
   get(key: string): V | undefined {
     const slot = this.shards.of(key).get(key);
-    return slot === undefined ? undefined : (this.pages[slot >>> PAGE_BITS] as (V | undefined)[])[slot & PAGE_MASK];
+    return slot === undefined ? undefined : this.valueAt(slot);
   }
 
-  set(key: string, value: V): void {
+  /** The slot of the key's value (a use of it, as get() is), or -1 when none is held. */
+  slotOf(key: string): number {
+    return this.shards.of(key).get(key) ?? -1;
+  }
+
+  /** The value a slot from slotOf holds. */
+  valueAt(slot: number): V {
+    return (this.pages[slot >>> PAGE_BITS] as unknown[])[this.stride * (slot & PAGE_MASK)] as V;
+  }
+
+  /** The first extra a slot from slotOf holds. */
+  firstAt(slot: number): A {
+    return (this.pages[slot >>> PAGE_BITS] as unknown[])[this.stride * (slot & PAGE_MASK) + 1] as A;
+  }
+
+  /** The second extra a slot from slotOf holds. */
+  secondAt(slot: number): B {
+    return (this.pages[slot >>> PAGE_BITS] as unknown[])[this.stride * (slot & PAGE_MASK) + 2] as B;
+  }
+
+  /** Holds `value` for `key`, and with `extras`, `first` and `second` beside it. */
+  set(key: string, value: V, first?: A, second?: B): void {
     const shard = this.shards.of(key);
     const size = this.sizeOf === undefined ? undefined : this.sizeOf(value, key);
     if (size !== undefined && size > this.maxEntrySize) {
@@ -155,7 +191,13 @@ export class ShardedLru<V extends {}> {
     // A new slot even for a key held: the shard then sees a new value, counts its
     // size, and hands the old value's slot to release() (reason "set").
     const slot = this.take();
-    (this.pages[slot >>> PAGE_BITS] as (V | undefined)[])[slot & PAGE_MASK] = value;
+    const page = this.pages[slot >>> PAGE_BITS] as unknown[];
+    const at = this.stride * (slot & PAGE_MASK);
+    page[at] = value;
+    if (this.stride === 3) {
+      page[at + 1] = first;
+      page[at + 2] = second;
+    }
     // Pushes out the shard's least recently used when it is full: release() empties that slot.
     shard.set(key, slot, size === undefined ? undefined : { size });
   }
@@ -184,17 +226,26 @@ export class ShardedLru<V extends {}> {
     const reused = this.free.pop();
     if (reused !== undefined) return reused;
     const slot = this.used++;
-    if ((slot & PAGE_MASK) === 0) this.pages.push(new Array<V | undefined>(PAGE).fill(undefined));
+    if ((slot & PAGE_MASK) === 0) this.pages.push(new Array<unknown>(this.stride * PAGE).fill(undefined));
     return slot;
   }
 
   /** What a shard calls when an entry leaves it: the slot emptied, then the value handed to dispose. */
   private release(slot: number, key: string, reason: "evict" | "expire" | "delete" | "set"): void {
-    const page = this.pages[slot >>> PAGE_BITS] as (V | undefined)[];
-    const value = page[slot & PAGE_MASK] as V;
-    page[slot & PAGE_MASK] = undefined;
+    const page = this.pages[slot >>> PAGE_BITS] as unknown[];
+    const at = this.stride * (slot & PAGE_MASK);
+    const value = page[at] as V;
+    page[at] = undefined;
+    let first: A | undefined;
+    let second: B | undefined;
+    if (this.stride === 3) {
+      first = page[at + 1] as A;
+      second = page[at + 2] as B;
+      page[at + 1] = undefined;
+      page[at + 2] = undefined;
+    }
     this.free.push(slot);
-    this.dispose?.(value, key, reason);
+    this.dispose?.(value, key, reason, first as A, second as B);
   }
 }
 

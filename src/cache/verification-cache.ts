@@ -15,20 +15,17 @@ export const MISS = Symbol("miss");
 const CHANGES_KEPT = 4_096;
 export type Cached<T> = T | typeof MISS;
 
-interface Entry<T> {
-  value: T;
-  /**
-   * Its tags that the tag index holds (all but the group tags): the one tag
-   * itself when it has one, as a key's id is for most keys. An array of
-   * all its tags was two more objects for the collector to mark, ~72 bytes
-   * (record-size.test.ts): a key cache of 400,000 plain keys took 232 MB and a
-   * full gc() 181-187 ms with it, 203 MB and 144-157 ms without (scratch,
-   * medians of 7, alternated).
-   */
-  own: string | readonly string[] | undefined;
-  /** Its group tags' cells (CacheOptions.groups), if it has any: it is gone once one of them is. */
-  groups: readonly Group[] | undefined;
-}
+/**
+ * A record's tags that the tag index holds (all but the group tags): the one tag
+ * itself when it has one, as a key's id is for most keys. An array of all its
+ * tags was two more objects for the collector to mark, ~72 bytes
+ * (record-size.test.ts): a key cache of 400,000 plain keys took 232 MB and a
+ * full gc() 181-187 ms with it, 203 MB and 144-157 ms without (scratch,
+ * medians of 7, alternated).
+ */
+type Own = string | readonly string[] | undefined;
+/** A record's group tags' cells (CacheOptions.groups), if it has any: it is gone once one of them is. */
+type Groups = readonly Group[] | undefined;
 
 /**
  * A group tag (CacheOptions.groups) shared by many records: an API's, a
@@ -87,7 +84,12 @@ export interface CacheOptions {
 /** A bounded cache of records by key hash, with invalidation by hash and by tag (e.g. an API id). */
 export class RecordCache<T extends object> {
   /** Sharded, as the tag index and the misses are, when large (shards.ts: no table of them rebuilt in one piece). */
-  private readonly lru: ShardedLru<Entry<T>>;
+  /**
+   * Each record with its own tags and its group cells beside it in its slot
+   * (ShardedLru's extras). Before, an entry object held the three, one more
+   * object a record for the collector to mark, ~48 bytes (record-size.test.ts).
+   */
+  private readonly lru: ShardedLru<T, Own, Groups>;
   private readonly misses: ShardedLru<true>;
   /**
    * The hashes set with each tag: the hash itself while it is the only one (a
@@ -132,16 +134,17 @@ export class RecordCache<T extends object> {
     const shards = opts.digestKeys === true ? shardCount(opts.maxEntries, opts.maxBytes) : 1;
     this.misses = new ShardedLru<true>({ max: maxMisses, ttl: opts.negativeTtlMs }, opts.digestKeys === true ? shardCount(maxMisses) : 1);
     this.tags = new ShardedMap(shards);
-    this.lru = new ShardedLru<Entry<T>>(
+    this.lru = new ShardedLru<T, Own, Groups>(
       {
         max: opts.maxEntries,
         maxSize: opts.maxBytes,
-        sizeCalculation: (entry, key) => key.length + Math.max(1, this.sizeOf(entry.value as T)),
+        sizeCalculation: (value, key) => key.length + Math.max(1, this.sizeOf(value)),
         ...(opts.ttlMs > 0 ? { ttl: opts.ttlMs } : {}),
-        dispose: (entry, key, reason) => {
+        dispose: (_value, key, reason, own, groups) => {
           if (reason === "evict") this.stats.evictions++;
-          this.untag(key, entry);
+          this.untag(key, own, groups);
         },
+        extras: true,
       },
       shards,
     );
@@ -152,11 +155,12 @@ export class RecordCache<T extends object> {
       this.stats.misses++;
       return undefined;
     }
-    const entry = this.lru.get(hash);
-    if (entry !== undefined) {
-      if (entry.groups === undefined || !goneFrom(entry.groups)) {
+    const slot = this.lru.slotOf(hash);
+    if (slot >= 0) {
+      const groups = this.lru.secondAt(slot);
+      if (groups === undefined || !goneFrom(groups)) {
         this.stats.hits++;
-        return entry.value;
+        return this.lru.valueAt(slot);
       }
       // One of its groups was invalidated since it was set (deleteTag).
       this.lru.delete(hash);
@@ -175,13 +179,14 @@ export class RecordCache<T extends object> {
    * keep verifying through a database outage, for at most the cache TTL.
    */
   stale(hash: string): T | undefined {
-    const entry = this.lru.get(hash);
-    if (entry === undefined) return undefined;
-    if (entry.groups !== undefined && goneFrom(entry.groups)) {
+    const slot = this.lru.slotOf(hash);
+    if (slot < 0) return undefined;
+    const groups = this.lru.secondAt(slot);
+    if (groups !== undefined && goneFrom(groups)) {
       this.lru.delete(hash);
       return undefined;
     }
-    return entry.value;
+    return this.lru.valueAt(slot);
   }
 
   set(hash: string, value: T, tags: readonly string[] = []): void {
@@ -203,7 +208,7 @@ export class RecordCache<T extends object> {
     }
     const own = owned === 0 ? undefined : owned === tags.length ? (owned === 1 ? tags[0] : tags) : this.ownTags(tags, owned);
     const groups = held === undefined ? undefined : this.sharedGroups(held);
-    this.lru.set(hash, { value, own, groups });
+    this.lru.set(hash, value, own, groups);
     if (typeof own === "string") this.addTag(own, hash);
     else if (own !== undefined) for (const t of own) this.addTag(t, hash);
   }
@@ -348,14 +353,13 @@ export class RecordCache<T extends object> {
     }
   }
 
-  private untag(hash: string, entry: Entry<T>): void {
-    if (entry.groups !== undefined) {
-      for (const g of entry.groups) {
+  private untag(hash: string, own: Own, groups: Groups): void {
+    if (groups !== undefined) {
+      for (const g of groups) {
         // Forgotten with its last record; a gone cell is no longer in the Map.
         if (--g.members === 0 && !g.gone) this.groupCells.delete(g.tag);
       }
     }
-    const own = entry.own;
     if (typeof own === "string") this.removeTag(own, hash);
     else if (own !== undefined) for (const t of own) this.removeTag(t, hash);
   }

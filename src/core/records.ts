@@ -80,24 +80,25 @@ export interface KeyDetails extends KeyRecord {
  * miss path makes them (ids shared as lookup.ts shares them, empty lists as
  * NONE), 20,000 of a shape in a RecordCache set up as the key cache is (its
  * group tags, its shards) with their tags, `gc()` before and after, on Node 20
- * (src/domain/keys/record-size.test.ts): 449 bytes of heap a plain key with its
- * hash, 764 with five permissions and two roles, 1,206 with two limits, 1,316
- * with an identity (a one-field meta, one limit), 604 with a name and a
+ * (src/domain/keys/record-size.test.ts): 413 bytes of heap a plain key with its
+ * hash, 730 with five permissions and two roles, 1,171 with two limits, 1,283
+ * with an identity (a one-field meta, one limit), 568 with a name and a
  * four-field meta (the two with limits once the checks their first
- * verification keeps are made: keptChecksSize below). A record's own tag
- * held as one string rather than an array of its tags (2026-12-03) took ~72
- * bytes off each (158 with an identity); that tag being the key's id itself
- * rather than a `key:<id>` made for it, and no heap number for lastRefillAt
- * in a key without a refill (later that day), ~59 more (from 507, 825, 1,263,
- * 1,376 and 661). End to end a plain key took 798-805 bytes before
- * NONE (docs/caching.md), ~120 more than the model then (680): the base was
- * set for that, and is 130 lower for the changes since. So this counts
- * 1.15-1.32 of the model's heap; the estimate before (a base of 400, a meta at
- * its JSON's length) counted ~0.55 of a plain key's heap end to end, so a
- * cache bounded by bytes took up to twice what it was set to.
+ * verification keeps are made: keptChecksSize below). What came off since
+ * 2026-12-03, a plain key: its own tag held as one string rather than an array
+ * of its tags, 579 -> 507 bytes (158 with an identity); that tag the key's id
+ * itself rather than a `key:<id>` made for it, and no heap number for
+ * lastRefillAt in a key without a refill, 508 -> 449; the cache's entry object
+ * gone (its tags and group cells beside the record in its slot, shards.ts),
+ * 449 -> 413. End to end a plain key took 798-805 bytes before NONE
+ * (docs/caching.md), ~120 more than the model then (680): the base was set for
+ * that, and is 165 lower for the changes since. So this counts 1.15-1.35 of
+ * the model's heap; the estimate before (a base of 400, a meta at its JSON's
+ * length) counted ~0.55 of a plain key's heap end to end, so a cache bounded
+ * by bytes took up to twice what it was set to.
  */
 export const keyRecordSize = (k: KeyRecord): number =>
-  550 +
+  515 +
   Math.ceil(k.metaSize * 2.5) +
   (k.name === undefined ? 0 : k.name.length + 24) +
   k.permissions.reduce((n, p) => n + p.length + 32, 0) +
