@@ -119,7 +119,8 @@ const PAGE_MASK = PAGE - 1;
  * with it (firstAt, secondAt, dispose): what a RecordCache keeps about a record
  * (its own tags, its group cells) sits beside it in the page rather than in an
  * object of its own that points at it, one object fewer a record for the
- * collector to mark (bench/README.md, "A record's entry").
+ * collector to mark (bench/README.md, "A record's entry, its `key:` tag and
+ * its refill time").
  */
 export class ShardedLru<V extends {}, A = undefined, B = undefined> {
   private readonly shards: Shards<LRUCache<string, number>>;
